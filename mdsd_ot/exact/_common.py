@@ -1,0 +1,88 @@
+"""The solver registry shared by every exact formulation (cvxpy-style: name, is_installed, solve).
+
+A formulation module registers its solve function with :func:`register`; the function receives
+the validated target ``p`` (a :class:`mdsd_ot.drafts.Vector`, with ``.float`` and ``.exact``) and
+the draft law, and returns the fields of a :class:`mdsd_ot.result.Result` as a dict.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Method", "METHODS", "register", "timed"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One registered way of computing α*.
+
+    Attributes
+    ----------
+    name : str
+        The ``method=`` string.
+    func : callable
+        ``func(p, draft) -> dict`` of :class:`~mdsd_ot.result.Result` fields.
+    accuracy : float
+        Absolute accuracy guaranteed on α* (0 for exact rational methods).
+    exact : bool
+        Whether the method works in exact rational arithmetic.
+    requires : tuple of str
+        Importable modules the method needs (optional dependencies).
+    extra : str or None
+        The pip extra that installs them.
+    doc : str
+        One line on what the method does.
+    """
+
+    name: str
+    func: Callable[..., dict[str, Any]]
+    accuracy: float
+    exact: bool = False
+    requires: tuple[str, ...] = field(default_factory=tuple)
+    extra: str | None = None
+    doc: str = ""
+
+    def is_installed(self) -> bool:
+        """True when every optional dependency of the method can be imported."""
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
+
+
+#: Every registered method by name, filled in as the formulation modules are imported.
+METHODS: dict[str, Method] = {}
+
+
+def register(
+    name: str,
+    *,
+    accuracy: float,
+    exact: bool = False,
+    requires: tuple[str, ...] = (),
+    extra: str | None = None,
+) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+    """Decorator registering ``func`` under ``name`` in :data:`METHODS`."""
+
+    def deco(func):
+        doc = (func.__doc__ or "").strip().splitlines()
+        METHODS[name] = Method(
+            name, func, accuracy, exact, tuple(requires), extra, doc[0] if doc else ""
+        )
+        return func
+
+    return deco
+
+
+class timed:
+    """Context manager measuring wall time: ``with timed() as t: ...; t.seconds``."""
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self._t0
+        return False
