@@ -152,7 +152,7 @@ def prob_batch(x: Any, name: str = "p", *, tol: float | None = None) -> np.ndarr
         raise ValueError(f"{name}: rows are empty; give at least one probability per row")
     finite = np.isfinite(a).all(axis=1)
     nonneg = (a >= -NEG_TOL).all(axis=1)
-    sums = np.where(finite, a, 0.0).sum(axis=1)
+    sums = np.where(np.isfinite(a), a, 0.0).sum(axis=1)
     good = finite & nonneg & (np.abs(sums - 1.0) <= tol)
     if not good.all():
         row = int(np.flatnonzero(~good)[0])

@@ -1,0 +1,187 @@
+"""Draft laws (theory.md, "Draft constructions"): Q(H), joint tables, sampling, T12."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from conftest import bank_law, dirichlet
+
+from mdsd_ot import drafts
+from mdsd_ot.drafts import (
+    ConditionalPoisson,
+    Explicit,
+    Greedy,
+    Product,
+    SpecHub,
+    WithoutReplacement,
+    WithReplacement,
+)
+
+Q3 = ["1/2", "3/10", "1/5"]
+
+
+def all_laws(q, n):
+    out = [WithReplacement(q, n), Product([q] * n)]
+    if n <= sum(1 for v in q if F(v) > 0):
+        out += [WithoutReplacement(q, n), ConditionalPoisson(q, n)]
+    try:
+        out.append(Greedy(q, n))
+    except ValueError:
+        pass
+    if n == 2:
+        out.append(SpecHub(q))
+    return out
+
+
+def subsets(V):
+    for k in range(V + 1):
+        yield from itertools.combinations(range(V), k)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_joint_sums_to_one_and_Q_matches_joint_exactly(n):
+    # Q(H) must equal the joint mass of H^n, exactly (Fractions), for every law and every H.
+    q = ["1/4", "1/3", "1/6", "1/4"]
+    for law in all_laws(q, n):
+        items = law.joint_items(exact=True)
+        assert sum(items.values()) == 1, law
+        assert all(len(t) == n for t in items)
+        for H in subsets(4):
+            expected = sum((w for t, w in items.items() if set(t) <= set(H)), F(0))
+            assert law.Q(H) == expected, (law, H)
+        # the dense float table agrees with the exact items to 1e-15
+        J = law.joint()
+        assert J.shape == (4,) * n
+        for t, w in items.items():
+            assert abs(J[t] - float(w)) <= 1e-15
+
+
+def test_T12_sequential_is_not_conditional_poisson():
+    # theory.md T12: q = (0.5, 0.3, 0.2), n = 2, H = {0, 1}.
+    seq = WithoutReplacement(Q3, 2).Q([0, 1])
+    cp = ConditionalPoisson(Q3, 2).Q([0, 1])
+    assert seq == F(18, 35)  # 0.514286
+    assert cp == F(15, 31)  # 0.483871 = e_2(q|H) / e_2(q)
+    assert round(float(seq), 6) == 0.514286 and round(float(cp), 6) == 0.483871
+
+
+def test_without_n2_closed_form():
+    # theory.md: Q(H) = q(H) - (1 - q(H)) * sum_{i in H} q(i) / (1 - q(i)) for n = 2.
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = [F(int(x)) for x in rng.integers(1, 20, size=5)]
+        s = sum(q)
+        q = [x / s for x in q]
+        law = WithoutReplacement(q, 2)
+        for H in subsets(5):
+            qH = sum((q[i] for i in H), F(0))
+            closed = qH - (1 - qH) * sum((q[i] / (1 - q[i]) for i in H), F(0))
+            assert law.Q(H) == closed
+
+
+def test_greedy_tie_rule_and_spechub_share_Q():
+    q = ["1/4", "1/4", "1/4", "1/8", "1/8"]
+    g = Greedy(q, 3)
+    assert g.T == (0, 1)  # ties: larger q first, then smaller index
+    g2, s = Greedy(q, 2), SpecHub(q)
+    assert g2.T == (0,) and s.a == 0
+    for H in subsets(5):
+        assert g2.Q(H) == s.Q(H)  # theory.md: greedy (n = 2) and SpecHub have the same Q
+    assert g2.joint_items() != s.joint_items()  # but different joint laws
+
+
+@pytest.mark.parametrize(
+    "law",
+    [
+        WithReplacement([0.5, 0.3, 0.2], 2),
+        WithoutReplacement([0.5, 0.3, 0.2], 2),
+        WithoutReplacement([0.4, 0.3, 0.2, 0.1], 3),
+        ConditionalPoisson([0.4, 0.3, 0.2, 0.1], 2),
+        ConditionalPoisson([0.4, 0.3, 0.2, 0.1], 3),
+        Product([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]),
+        Greedy([0.4, 0.3, 0.2, 0.1], 3),
+        SpecHub([0.5, 0.3, 0.2]),
+        Explicit([[0.1, 0.2], [0.3, 0.4]]),
+    ],
+    ids=lambda d: repr(d),
+)
+def test_sampling_follows_joint(law):
+    # Empirical tuple frequencies of 40,000 seeded samples vs the exact joint law: every cell
+    # within 5 standard errors (a fixed seed; fails only on a wrong sampler).
+    N = 40_000
+    s = law.sample(np.random.default_rng(123), N)
+    assert s.shape == (N, law.n) and s.dtype == np.int64
+    J = law.joint()
+    counts = np.zeros_like(J)
+    np.add.at(counts, tuple(s.T), 1)
+    emp = counts / N
+    se = np.sqrt(J * (1 - J) / N) + 1e-12
+    assert np.all(np.abs(emp - J) <= 5 * se + 1e-9)
+
+
+def test_rational_inputs_stay_exact_and_floats_convert_exactly():
+    law = WithReplacement(["1/3", "2/3"], 2)
+    assert law.rational and law.Q([1]) == F(4, 9)
+    lf = WithReplacement([0.25, 0.75], 2)
+    assert not lf.rational and lf.Q([1]) == 0.5625
+    assert lf.Q([1], exact=True) == F(9, 16)
+
+
+def test_spec_round_trip(bank):
+    for inst in bank[::7]:
+        law = bank_law(inst)
+        if law is None:
+            continue
+        again = drafts.from_spec(law.spec())
+        assert again.joint_items(exact=True) == law.joint_items(exact=True)
+
+
+def test_random_laws_Q_is_monotone_and_normalised():
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        q = dirichlet(rng, 5, 0.5)
+        for law in all_laws(list(q), 2):
+            assert abs(law.Q(range(5)) - 1.0) <= 1e-12
+            assert law.Q([]) == 0
+            full = np.ones(5, bool)
+            for i in range(5):
+                m = full.copy()
+                m[i] = False
+                assert law.Q(m) <= 1.0 + 1e-12
+
+
+# ----- bad input: every error names the argument and the fix ---------------------------------
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: WithReplacement([0.5, float("nan")], 2), r"q: entry 1 is nan"),
+        (lambda: WithReplacement([0.7, -0.2, 0.5], 2), r"q: entry 1 is negative"),
+        (lambda: WithReplacement([0.5, 0.6], 2), r"q: entries sum to 1.1.*normalise q"),
+        (lambda: WithReplacement(["1/2", "1/3"], 2), r"q: rational entries sum to 5/6"),
+        (lambda: WithReplacement([0.5, 0.5], 0), r"n: the number of drafts must be >= 1"),
+        (lambda: WithReplacement([0.5, 0.5], 1.5), r"n: the number of drafts must be an integer"),
+        (lambda: WithoutReplacement([0.5, 0.5, 0.0], 3), r"only 2 token\(s\) with positive mass"),
+        (lambda: ConditionalPoisson([1.0, 0.0], 2), r"only 1 token\(s\) with positive mass"),
+        (lambda: Greedy([0.5, 0.5, 0.0], 3), r"greedy scheme with n=3 needs positive mass outside"),
+        (lambda: Greedy(["2/5", "3/5"], 3), r"needs positive mass outside its top 2"),
+        (lambda: SpecHub([1.0, 0.0]), r"SpecHub needs positive mass outside its top token"),
+        (lambda: SpecHub([0.5, 0.5], 3), r"SpecHub is defined for n = 2"),
+        (lambda: Product([[0.5, 0.5], [0.2, 0.3, 0.5]]), r"qs\[1\]: has length 3 but qs\[0\]"),
+        (lambda: Explicit([[0.5, 0.5], [0.5, 0.5]]), r"table: entries sum to 2"),
+        (lambda: Explicit([[0.5, 0.5, 0.0]]), r"table: an explicit joint law must have shape"),
+        (lambda: drafts.make("nope", [1.0], 1), r"scheme: unknown scheme 'nope'"),
+    ],
+)
+def test_bad_input_names_argument_and_fix(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()
+
+
+def test_joint_refuses_huge_tables_with_size():
+    law = WithReplacement(np.full(200, 1 / 200), 4)
+    with pytest.raises(ValueError, match=r"needs 1,600,000,000 entries.*fast solver"):
+        law.joint()
+    assert law.Q(range(100)) == pytest.approx(0.5**4, abs=1e-15)

@@ -1,0 +1,84 @@
+"""The one boundary validator (mdsd_ot._validate): tolerances, exactness, messages."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mdsd_ot import _validate as V
+from mdsd_ot.drafts import WithReplacement
+
+
+def test_float_vector_within_tolerance_is_renormalised():
+    x = np.array([0.5, 0.5 + 5e-10])  # off by 5e-10 < SUM_TOL = 1e-9
+    out = V.prob_vector(x)
+    assert abs(out.sum() - 1.0) <= 1e-15
+
+
+def test_float_vector_beyond_tolerance_is_refused():
+    with pytest.raises(ValueError, match=r"p: entries sum to 1, not 1 \(tolerance 1e-09\)"):
+        V.prob_vector([0.5, 0.5 + 5e-9])
+
+
+def test_float32_uses_its_own_tolerance():
+    x = np.full(1000, 1e-3, dtype=np.float32)
+    x[0] += 5e-6  # fine for float32 (SUM_TOL_F32 = 1e-4), too far for float64 rules
+    assert V.prob_vector(x).dtype == np.float64
+    with pytest.raises(ValueError):
+        V.prob_vector(x.astype(np.float64))
+
+
+def test_tiny_negative_rounding_is_clipped_but_real_negatives_are_not():
+    assert V.prob_vector([1.0, -1e-16])[1] == 0.0
+    with pytest.raises(ValueError, match="entry 1 is negative"):
+        V.prob_vector([1.0 + 1e-6, -1e-6])
+
+
+def test_exact_vector_keeps_rationals_and_converts_floats_exactly():
+    assert V.exact_vector(["1/3", Fraction(2, 3)]) == (Fraction(1, 3), Fraction(2, 3))
+    assert V.exact_vector([0.25, 0.75]) == (Fraction(1, 4), Fraction(3, 4))
+    with pytest.raises(ValueError, match="cannot read 'x/3'"):
+        V.exact_vector(["x/3", "1/3"])
+
+
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        ([], "is empty"),
+        ([[0.5, 0.5]], "must be a 1-D vector"),
+        ([0.5, np.inf], "entry 1 is inf"),
+        (["a", "b"], "cannot read"),
+    ],
+)
+def test_prob_vector_messages(x, match):
+    with pytest.raises(ValueError, match=match):
+        V.prob_vector(x)
+
+
+def test_batch_names_the_bad_row():
+    good = np.full((4, 3), 1 / 3)
+    assert V.prob_batch(good).shape == (4, 3)
+    bad = good.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"p\[2\]: entry 1 is nan.*row 2 of 4"):
+        V.prob_batch(bad)
+    bad = good.copy()
+    bad[3] *= 2
+    with pytest.raises(ValueError, match=r"p\[3\]: entries sum to 2.*row 3 of 4"):
+        V.prob_batch(bad)
+
+
+def test_solve_checks_p_against_the_draft():
+    import mdsd_ot
+
+    with pytest.raises(ValueError, match=r"has length 3 but p has length 2"):
+        mdsd_ot.solve([0.5, 0.5], WithReplacement([0.2, 0.3, 0.5], 2), method="subset")
+    with pytest.raises(ValueError, match="method: unknown method 'nope'"):
+        mdsd_ot.solve([0.5, 0.5], WithReplacement([0.2, 0.8], 2), method="nope")
+    with pytest.raises(ValueError, match="draft: expected a draft law"):
+        mdsd_ot.solve([0.5, 0.5], [0.2, 0.8], method="subset")
+    big = WithReplacement(np.full(20, 0.05), 2)
+    with pytest.raises(ValueError, match=r"too large for brute-force subset selection.*fast"):
+        mdsd_ot.solve(np.full(20, 0.05), big, method="subset")
