@@ -229,4 +229,6 @@ def check_same_length(p: Sequence[Any], q: Sequence[Any], pname: str = "p", qnam
 def check_size(size: int, limit: int, what: str, hint: str) -> None:
     """Refuse an instance larger than ``limit`` (named ``what``), pointing to ``hint``."""
     if size > limit:
-        raise ValueError(f"instance too large for {what}: needs {size:,} entries (limit {limit:,}); {hint}")
+        raise ValueError(
+            f"instance too large for {what}: needs {size:,} entries (limit {limit:,}); {hint}"
+        )

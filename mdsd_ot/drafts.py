@@ -20,7 +20,6 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -450,7 +449,12 @@ class Product(DraftLaw):
         cols = [self.qvals(j, exact) for j in range(self.n)]
         sups = [[i for i in range(self.V) if c[i] > 0] for c in cols]
         for t in itertools.product(*sups):
-            yield t, math.prod((cols[j][i] for j, i in enumerate(t)), start=Fraction(1) if exact else 1.0)
+            yield (
+                t,
+                math.prod(
+                    (cols[j][i] for j, i in enumerate(t)), start=Fraction(1) if exact else 1.0
+                ),
+            )
 
     def _support_size_bound(self):
         return math.prod(int(np.count_nonzero(q)) for q in self.qs)
@@ -662,7 +666,9 @@ SCHEMES: dict[str, type[DraftLaw]] = {
 }
 
 
-def make(scheme: str, q: Any = None, n: int | None = None, *, qs: Any = None, table: Any = None) -> DraftLaw:
+def make(
+    scheme: str, q: Any = None, n: int | None = None, *, qs: Any = None, table: Any = None
+) -> DraftLaw:
     """Build a draft law from its scheme name.
 
     Examples

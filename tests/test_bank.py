@@ -11,9 +11,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import bank_alpha, bank_law, load_bank
 
 import mdsd_ot
+from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot.exact import METHODS
 
 BANK = load_bank()

@@ -7,8 +7,8 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from conftest import bank_law, dirichlet
 
+from conftest import bank_law, dirichlet
 from mdsd_ot import drafts
 from mdsd_ot.drafts import (
     ConditionalPoisson,

@@ -23,7 +23,9 @@ MAX_V = 16
 def subset_objective(p, draft: DraftLaw, H, exact: bool = False):
     """P(H) + 1 − Q(H) for one set H (mask or indices), in floats or exact rationals."""
     mask = np.zeros(draft.V, dtype=bool)
-    mask[np.asarray(list(H) if not isinstance(H, np.ndarray) else np.flatnonzero(H), dtype=int)] = True
+    mask[np.asarray(list(H) if not isinstance(H, np.ndarray) else np.flatnonzero(H), dtype=int)] = (
+        True
+    )
     one = Fraction(1) if exact else 1.0
     P = sum((p[i] for i in np.flatnonzero(mask)), one - one)
     return P + one - draft.Q(mask, exact=exact)
