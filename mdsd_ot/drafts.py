@@ -259,10 +259,12 @@ class WithReplacement(_QLaw):
 
 def _without_prob(qv: Sequence[Number], t: tuple[int, ...], one: Number) -> Number:
     """Sequential probability of the ordered distinct tuple t."""
-    pr, used = one, one - one
-    for i in t:
-        pr = pr * qv[i] / (one - used)
-        used = used + qv[i]
+    # the mass left after earlier draws is summed directly, not as 1 - q(drawn): the difference
+    # cancels catastrophically in floats when q(drawn) is near 1
+    pr, zero = one, one - one
+    for j, i in enumerate(t):
+        left = sum((v for x, v in enumerate(qv) if x not in t[:j]), zero)
+        pr = pr * qv[i] / left
     return pr
 
 
@@ -294,19 +296,20 @@ class WithoutReplacement(_QLaw):
         # matters).  Memoised over subsets of H of size < n.
         memo: dict[frozenset, Number] = {}
 
-        def f(D: frozenset, used: Number, k: int) -> Number:
+        def f(D: frozenset, k: int) -> Number:
             if k == 0:
                 return one
             if D in memo:
                 return memo[D]
+            left = sum((v for x, v in enumerate(qv) if x not in D), one - one)  # not 1 - q(D)
             tot = one - one
             for x in H:
                 if x not in D:
-                    tot += qv[x] / (one - used) * f(D | {x}, used + qv[x], k - 1)
+                    tot += qv[x] / left * f(D | {x}, k - 1)
             memo[D] = tot
             return tot
 
-        return f(frozenset(), one - one, self.n)
+        return f(frozenset(), self.n)
 
     def _items(self, exact):
         qv = self.qvals(exact)
@@ -561,14 +564,14 @@ class SpecHub(_QLaw):
             return zero
         qv = self.qvals(exact)
         rest = sum((qv[i] for i in np.flatnonzero(mask) if i != self.a), zero)
-        return rest / ((Fraction(1) if exact else 1.0) - qv[self.a])
+        return rest / sum((v for x, v in enumerate(qv) if x != self.a), zero)  # not 1 - q(a)
 
     def _items(self, exact):
         qv, a = self.qvals(exact), self.a
-        one = Fraction(1) if exact else 1.0
+        rest = sum((v for x, v in enumerate(qv) if x != a), Fraction(0) if exact else 0.0)
         for x in range(self.V):
             if x != a and qv[x] > 0:
-                yield (a, x), qv[a] * qv[x] / (one - qv[a])
+                yield (a, x), qv[a] * qv[x] / rest  # rest, not 1 - q(a): no cancellation
                 yield (x, a), qv[x]
 
     def _support_size_bound(self):

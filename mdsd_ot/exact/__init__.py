@@ -4,6 +4,11 @@ Importing this package registers every method in :data:`METHODS`.
 """
 
 from . import subset  # noqa: F401  (registers "subset", "subset-exact")
+from . import maxflow  # noqa: F401  (registers "maxflow", "maxflow-scipy")
+from . import primal  # noqa: F401
+from . import bmatching  # noqa: F401
+from . import dual  # noqa: F401
+from . import emd  # noqa: F401
 from ._common import METHODS, Method, register
 
 __all__ = ["METHODS", "Method", "register"]

@@ -1,0 +1,130 @@
+"""Sphinx configuration of the mdsd-ot documentation.
+
+Build (warnings are errors, as in CI)::
+
+    python -m sphinx -W --keep-going -b html docs docs/_build/html
+
+The API pages are generated at build time into ``docs/api/generated/`` (git-ignored): one page
+per public module of ``mdsd_ot`` (found by walking the package, so new modules appear without
+editing this file), plus the private modules whose objects a package re-exports.  Each object is
+documented once, in the module that defines it (``:ignore-module-all:``).  Notebooks are rendered
+by myst-nb without being executed (``nb_execution_mode = "off"``); CI executes them separately
+with ``pytest --nbmake``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))
+
+project = "mdsd-ot"
+author = "mdsd-ot contributors"
+copyright = "2025, mdsd-ot contributors"
+
+import mdsd_ot  # noqa: E402
+
+release = mdsd_ot.__version__
+version = release
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+root_doc = "index"
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
+
+# -- MyST / myst-nb ---------------------------------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+nb_execution_mode = "off"  # CI runs the notebooks with nbmake; the docs build stays fast
+
+# -- autodoc / numpydoc -----------------------------------------------------------------
+autodoc_default_options = {"members": True, "ignore-module-all": True, "show-inheritance": True}
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"  # the numpydoc sections carry the types
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# Optional dependencies are mocked only when they cannot be imported here.
+_OPTIONAL = ["torch", "ot", "safetensors", "cmr", "flint"]
+autodoc_mock_imports = [m for m in _OPTIONAL if importlib.util.find_spec(m) is None]
+
+# -- HTML -------------------------------------------------------------------------------
+html_theme = "alabaster"
+html_title = f"mdsd-ot {release}"
+html_static_path: list[str] = []
+
+# -- API pages, generated ---------------------------------------------------------------
+#: Modules left out of the API reference (the CLI has its own page).
+API_SKIP_PREFIXES = ("mdsd_ot.cli",)
+#: Private modules documented anyway (public objects defined there).
+API_PRIVATE = ("mdsd_ot._validate",)
+
+
+def _walk_modules() -> list[str]:
+    names = ["mdsd_ot"]
+    for info in pkgutil.walk_packages(mdsd_ot.__path__, "mdsd_ot.", onerror=lambda name: None):
+        names.append(info.name)
+    return [n for n in names if not n.startswith(API_SKIP_PREFIXES)]
+
+
+def _is_private(name: str) -> bool:
+    return any(part.startswith("_") for part in name.split("."))
+
+
+def _api_modules() -> list[str]:
+    """Public modules, plus private ones that define objects a public module re-exports."""
+    all_names = _walk_modules()
+    public = [n for n in all_names if not _is_private(n)]
+    chosen = set(public) | set(API_PRIVATE)
+    for name in public:
+        try:
+            mod = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - autodoc reports the import error itself
+            continue
+        for attr in getattr(mod, "__all__", []):
+            try:
+                obj = mod.__dict__.get(attr)
+            except Exception:  # noqa: BLE001
+                continue
+            origin = getattr(obj, "__module__", None)
+            if origin and origin.startswith("mdsd_ot.") and origin in all_names:
+                chosen.add(origin)
+    return sorted(chosen)
+
+
+def _write_api_pages() -> None:
+    out = DOCS / "api" / "generated"
+    out.mkdir(parents=True, exist_ok=True)
+    mods = _api_modules()
+    keep = set()
+    for name in mods:
+        f = out / f"{name}.rst"
+        keep.add(f.name)
+        text = f"{name}\n{'=' * len(name)}\n\n.. automodule:: {name}\n"
+        if not f.exists() or f.read_text() != text:
+            f.write_text(text)
+    for f in out.glob("*.rst"):
+        if f.name not in keep:
+            f.unlink()
+    toc = "\n".join(f"   generated/{n}" for n in mods)
+    index = f".. toctree::\n   :maxdepth: 1\n\n{toc}\n"
+    f = out / "toctree.txt"  # included by api/index.rst
+    if not f.exists() or f.read_text() != index:
+        f.write_text(index)
+
+
+_write_api_pages()

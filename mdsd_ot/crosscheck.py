@@ -1,0 +1,594 @@
+r"""The cross-check: every exact formulation of α* on the same instances (claim T1).
+
+For each instance (a target ``p`` and a draft law) every requested method of
+:data:`mdsd_ot.METHODS` computes
+
+.. math::
+
+   \alpha^*(p, p_{draft}) = \max_{C \in \Pi(p, p_{draft})} \sum_i \sum_{\bar i \ni i} C(i, \bar i)
+   = 1 + \min_{H \subseteq \Sigma} [P(H) - Q(H)],
+
+and the instance passes when the **spread** (largest minus smallest α* over the methods that
+solved it) is at most ``tol`` and no method crashed.  T1 says the true values are equal, so the
+spread measures the numerical error of the worst method against the best.
+
+Which methods run
+-----------------
+By default: every installed method whose stated ``accuracy`` (its guaranteed absolute error on
+α*, see :class:`mdsd_ot.exact.Method`) is at most ``tol``.  A method that cannot promise ``tol``
+could legitimately fail the check, so it is left out and listed in
+:attr:`CrosscheckReport.excluded` with the reason; name it in ``methods=`` (or loosen ``tol``) to
+run it anyway.  A method that declines an instance with a :class:`ValueError` (too large for it,
+or a draft law it does not handle) is reported under ``skipped`` for that instance, not as a
+failure.  Any other exception is a failure (``errors``).
+
+Examples
+--------
+>>> from mdsd_ot.drafts import WithReplacement
+>>> rep = crosscheck([(["1/2", "1/2"], WithReplacement(["3/4", "1/4"], 2))],
+...                  methods=["subset", "subset-exact"])
+>>> rep.ok, rep.instances[0].alpha_exact
+(True, Fraction(15, 16))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from . import _validate as V_
+from .drafts import SCHEMES, DraftLaw, Vector, make
+from .exact import METHODS
+
+__all__ = [
+    "DEFAULT_TOL",
+    "Instance",
+    "InstanceReport",
+    "CrosscheckReport",
+    "crosscheck",
+    "builtin_instances",
+    "random_instances",
+    "default_methods",
+    "make_instance",
+]
+
+#: Default tolerance on the spread of α* over methods.
+DEFAULT_TOL: float = 1e-9
+
+#: Schemes drawn by :func:`random_instances` when none is named.
+RANDOM_SCHEMES: tuple[str, ...] = (
+    "with",
+    "without",
+    "conditional-poisson",
+    "product",
+    "greedy",
+    "spechub",
+)
+
+
+def _fmt(v: Any) -> Any:
+    return str(v) if isinstance(v, Fraction) else float(v)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One problem of the cross-check: a validated target ``p`` and a draft law.
+
+    Attributes
+    ----------
+    p : Vector
+        The target distribution (float and exact views).
+    draft : DraftLaw
+        The joint law of the drafts.
+    label : str
+        A short name shown in tables.
+    """
+
+    p: Vector
+    draft: DraftLaw
+    label: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        """JSON description: ``scheme``, ``n``, ``p`` and ``q`` / ``qs`` / ``table``."""
+        out = dict(self.draft.spec())
+        out["p"] = [_fmt(v) for v in self.p.values(self.p.rational)]
+        return out
+
+
+def make_instance(p: Any, draft: DraftLaw, label: str = "") -> Instance:
+    """Validate ``p`` against ``draft`` (same vocabulary) and wrap them as an :class:`Instance`.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> make_instance([0.5, 0.5], WithReplacement([0.5, 0.3, 0.2], 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: draft (its vocabulary): has length 3 but p has length 2; both must be distributions over the same vocabulary
+    """
+    if not isinstance(draft, DraftLaw):
+        raise ValueError(
+            "draft: expected a draft law from mdsd_ot.drafts (e.g. WithReplacement(q, n)), "
+            f"got {type(draft).__name__}"
+        )
+    pv = p if isinstance(p, Vector) else Vector(p, "p")
+    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+    return Instance(pv, draft, label or _label(draft))
+
+
+def _label(draft: DraftLaw) -> str:
+    return f"{draft.scheme} V={draft.V} n={draft.n}"
+
+
+def _as_instance(x: Any) -> Instance:
+    if isinstance(x, Instance):
+        return x
+    if isinstance(x, Mapping):
+        if "p" not in x or "scheme" not in x:
+            raise ValueError(
+                "instances: a dict instance needs 'p' and 'scheme' (and 'q', 'qs' or 'table')"
+            )
+        law = make(x["scheme"], x.get("q"), x.get("n"), qs=x.get("qs"), table=x.get("table"))
+        return make_instance(x["p"], law, str(x.get("label", "")))
+    if isinstance(x, tuple) and len(x) in (2, 3):
+        return make_instance(*x)
+    raise ValueError(
+        "instances: each instance must be an Instance, a (p, draft) pair or a dict with "
+        f"'p', 'scheme', 'n', 'q'/'qs'/'table'; got {type(x).__name__}"
+    )
+
+
+# -- instance banks ---------------------------------------------------------------------
+
+
+def builtin_instances() -> list[Instance]:
+    r"""The built-in bank: small rational instances covering every draft scheme.
+
+    Every scheme of :data:`mdsd_ot.drafts.SCHEMES` appears (with, without, conditional Poisson,
+    product, greedy, SpecHub, explicit), with n = 1, 2, 3, zeros in p and q, masses of
+    :math:`10^{-12}` (the HiGHS presolve trap), the T12 pair (the same q sampled sequentially
+    and by conditional Poisson) and the T10 instance where α* = 1 although p ≠ q.
+    V ≤ 5 keeps the whole default cross-check well under 30 s on 2 cores.
+
+    Examples
+    --------
+    >>> bank = builtin_instances()
+    >>> sorted({inst.draft.scheme for inst in bank}) == sorted(SCHEMES)
+    True
+    >>> all(inst.p.rational and inst.draft.rational for inst in bank)
+    True
+    """
+    tiny = "1/1000000000000"
+    specs: list[tuple[str, dict[str, Any]]] = [
+        (
+            "with n=1 (T4)",
+            dict(scheme="with", n=1, p=["1/2", "1/3", "1/6"], q=["1/6", "1/3", "1/2"]),
+        ),
+        ("with n=2", dict(scheme="with", n=2, p=["1/2", "1/3", "1/6"], q=["1/6", "1/3", "1/2"])),
+        (
+            "with n=3",
+            dict(
+                scheme="with", n=3, p=["2/5", "0", "1/5", "2/5"], q=["1/10", "1/5", "3/10", "2/5"]
+            ),
+        ),
+        (
+            "with n=2 (T10: alpha=1, p!=q)",
+            dict(scheme="with", n=2, p=["1/3", "1/3", "1/3"], q=["1/3", "1/4", "5/12"]),
+        ),
+        (
+            "with n=2 (masses 1e-12)",
+            dict(
+                scheme="with",
+                n=2,
+                p=["1/2", f"{10**12 // 2 - 1}/{10**12}", tiny],
+                q=[tiny, f"{10**12 - 2}/{10**12}", tiny],
+            ),
+        ),
+        (
+            "without n=2 (T12)",
+            dict(scheme="without", n=2, p=["1/5", "1/5", "3/5"], q=["1/2", "3/10", "1/5"]),
+        ),
+        (
+            "without n=3",
+            dict(
+                scheme="without",
+                n=3,
+                p=["1/4", "1/4", "0", "1/2"],
+                q=["2/5", "3/10", "1/5", "1/10"],
+            ),
+        ),
+        (
+            "conditional-poisson n=2 (T12)",
+            dict(
+                scheme="conditional-poisson", n=2, p=["1/5", "1/5", "3/5"], q=["1/2", "3/10", "1/5"]
+            ),
+        ),
+        (
+            "conditional-poisson n=3",
+            dict(
+                scheme="conditional-poisson",
+                n=3,
+                p=["1/10", "1/10", "1/20", "3/4"],
+                q=["2/5", "3/10", "1/5", "1/10"],
+            ),
+        ),
+        (
+            "product n=2",
+            dict(
+                scheme="product",
+                n=2,
+                p=["1/10", "1/5", "3/10", "1/4", "3/20"],
+                qs=[["1/5", "1/5", "1/5", "1/5", "1/5"], ["1/2", "1/4", "1/8", "1/16", "1/16"]],
+            ),
+        ),
+        (
+            "product n=3",
+            dict(
+                scheme="product",
+                n=3,
+                p=["0", "1/8", "1/8", "3/4"],
+                qs=[["1/4"] * 4, ["0", "1/3", "1/3", "1/3"], ["1/2", "0", "1/2", "0"]],
+            ),
+        ),
+        (
+            "greedy n=2",
+            dict(
+                scheme="greedy",
+                n=2,
+                p=["1/10", "1/5", "1/2", "1/5"],
+                q=["1/2", "1/4", "1/8", "1/8"],
+            ),
+        ),
+        (
+            "greedy n=3 (ties)",
+            dict(
+                scheme="greedy",
+                n=3,
+                p=["1/10", "1/10", "1/10", "1/2", "1/5"],
+                q=["1/4", "1/4", "1/4", "1/8", "1/8"],
+            ),
+        ),
+        (
+            "spechub",
+            dict(
+                scheme="spechub",
+                n=2,
+                p=["1/10", "2/5", "1/4", "1/4"],
+                q=["2/5", "3/10", "1/5", "1/10"],
+            ),
+        ),
+        (
+            "explicit n=2",
+            dict(
+                scheme="explicit",
+                p=["1/10", "1/10", "4/5"],
+                table=[["1/8", "1/4", "0"], ["0", "1/8", "1/8"], ["1/4", "0", "1/8"]],
+            ),
+        ),
+    ]
+    out = []
+    for label, s in specs:
+        inst = _as_instance(s)
+        out.append(Instance(inst.p, inst.draft, label))
+    return out
+
+
+def random_instances(
+    scheme: str | None = None,
+    V: int = 4,
+    n: int = 2,
+    trials: int = 5,
+    seed: int = 0,
+    concentration: float = 1.0,
+) -> list[Instance]:
+    r"""Seeded random float instances: p and q drawn from a symmetric Dirichlet.
+
+    Parameters
+    ----------
+    scheme : str, optional
+        A scheme of :data:`mdsd_ot.drafts.SCHEMES` except ``"explicit"``; ``None`` cycles
+        through :data:`RANDOM_SCHEMES`.
+    V : int
+        Vocabulary size.
+    n : int
+        Number of drafts (SpecHub always uses 2).
+    trials : int
+        Number of instances.
+    seed : int
+        Seed of :func:`numpy.random.default_rng`.
+    concentration : float
+        Dirichlet concentration of p and every q.
+
+    Examples
+    --------
+    >>> [i.label for i in random_instances("with", V=3, n=2, trials=2, seed=1)]
+    ['with V=3 n=2 #0', 'with V=3 n=2 #1']
+    """
+    if scheme is not None and scheme not in SCHEMES:
+        raise ValueError(
+            f"scheme: unknown scheme {scheme!r}; choose one of {', '.join(RANDOM_SCHEMES)}"
+        )
+    if scheme == "explicit":
+        raise ValueError("scheme: random instances are drawn for q-based schemes; not 'explicit'")
+    if isinstance(V, bool) or not isinstance(V, int | np.integer) or V < 1:
+        raise ValueError(f"vocab: the vocabulary size must be an integer >= 1, got {V!r}")
+    n = V_.check_n(n)
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise ValueError(f"trials: the number of random instances must be >= 1, got {trials!r}")
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(int(trials)):
+        s = scheme or RANDOM_SCHEMES[t % len(RANDOM_SCHEMES)]
+        p = rng.dirichlet(np.full(V, concentration))
+        if s == "product":
+            law = make(s, qs=[rng.dirichlet(np.full(V, concentration)) for _ in range(n)])
+        else:
+            law = make(s, rng.dirichlet(np.full(V, concentration)), 2 if s == "spechub" else n)
+        out.append(make_instance(p, law, f"{s} V={V} n={law.n} #{t}"))
+    return out
+
+
+# -- reports ----------------------------------------------------------------------------
+
+
+@dataclass
+class InstanceReport:
+    """The cross-check of one instance.
+
+    Attributes
+    ----------
+    instance : Instance
+        The problem.
+    alpha : dict
+        α* (float) by method, for the methods that solved it.
+    seconds : dict
+        Solve time by method (as reported by :func:`mdsd_ot.solve`).
+    alpha_exact : Fraction or None
+        The exact α* where an exact method solved it.
+    skipped : dict
+        ``{method: reason}`` for methods that declined the instance (ValueError).
+    errors : dict
+        ``{method: message}`` for methods that crashed (counts as a failure).
+    spread : float
+        ``max(alpha.values()) - min(alpha.values())`` (0 when fewer than two methods ran).
+    ok : bool
+        No errors, at least one method ran, and ``spread <= tol``.
+    """
+
+    instance: Instance
+    alpha: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    alpha_exact: Fraction | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    spread: float = 0.0
+    ok: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this instance (keys of the ``mdsd-ot crosscheck --json`` schema)."""
+        out: dict[str, Any] = {"label": self.instance.label}
+        out.update(self.instance.spec())
+        out["alpha"] = {m: float(a) for m, a in self.alpha.items()}
+        out["seconds"] = {m: float(s) for m, s in self.seconds.items()}
+        out["spread"] = float(self.spread)
+        out["ok"] = bool(self.ok)
+        if self.alpha_exact is not None:
+            out["alpha_exact"] = str(self.alpha_exact)
+        if self.skipped:
+            out["skipped"] = dict(self.skipped)
+        if self.errors:
+            out["errors"] = dict(self.errors)
+        return out
+
+
+@dataclass
+class CrosscheckReport:
+    """The outcome of :func:`crosscheck`.
+
+    Attributes
+    ----------
+    ok : bool
+        Every instance passed.
+    tolerance : float
+        The tolerance on the spread.
+    methods : list of str
+        The methods that were run.
+    instances : list of InstanceReport
+        One report per instance, in input order.
+    excluded : dict
+        ``{method: reason}`` for installed methods left out of the default set.
+    seconds : float
+        Total wall time.
+    """
+
+    ok: bool
+    tolerance: float
+    methods: list[str]
+    instances: list[InstanceReport]
+    excluded: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def max_spread(self) -> float:
+        """The largest spread over all instances."""
+        return max((r.spread for r in self.instances), default=0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"ok", "tolerance", "instances": [...], "methods", "excluded", "seconds", ...}``."""
+        return {
+            "ok": bool(self.ok),
+            "tolerance": float(self.tolerance),
+            "instances": [r.to_json() for r in self.instances],
+            "methods": list(self.methods),
+            "excluded": dict(self.excluded),
+            "max_spread": float(self.max_spread),
+            "seconds": float(self.seconds),
+        }
+
+
+# -- the cross-check --------------------------------------------------------------------
+
+
+def default_methods(tol: float = DEFAULT_TOL) -> tuple[list[str], dict[str, str]]:
+    """The installed methods whose stated accuracy is at most ``tol``, and those left out.
+
+    Returns
+    -------
+    methods : list of str
+        Names in registry order.
+    excluded : dict
+        ``{name: reason}`` for registered methods not run by default.
+
+    Examples
+    --------
+    >>> methods, excluded = default_methods()
+    >>> "subset-exact" in methods
+    True
+    """
+    methods, excluded = [], {}
+    for name, m in METHODS.items():
+        if not m.is_installed():
+            excluded[name] = f"not installed (pip install 'mdsd-ot[{m.extra}]')"
+        elif m.accuracy > tol:
+            excluded[name] = f"stated accuracy {m.accuracy:g} > tol {tol:g}"
+        else:
+            methods.append(name)
+    return methods, excluded
+
+
+def _check_methods(methods: Sequence[str]) -> list[str]:
+    names = list(dict.fromkeys(methods))
+    if not names:
+        raise ValueError("methods: give at least one method name")
+    for name in names:
+        if name not in METHODS:
+            raise ValueError(f"methods: unknown method {name!r}; choose from {', '.join(METHODS)}")
+        if not METHODS[name].is_installed():
+            m = METHODS[name]
+            raise ValueError(
+                f"methods: {name!r} is not installed; pip install 'mdsd-ot[{m.extra}]'"
+            )
+    return names
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0] if msg else ''}"
+
+
+def check_instance(inst: Instance, methods: Sequence[str], tol: float) -> InstanceReport:
+    """Run ``methods`` on one instance and compare their α* (see :func:`crosscheck`)."""
+    from .api import solve
+
+    rep = InstanceReport(inst)
+    for name in methods:
+        try:
+            res = solve(inst.p, inst.draft, method=name)
+        except ValueError as exc:  # the method declines this instance (size, law)
+            rep.skipped[name] = str(exc).strip().splitlines()[0]
+            continue
+        except Exception as exc:  # a crash is a failure of the cross-check
+            rep.errors[name] = _one_line(exc)
+            continue
+        a = float(res.alpha)
+        if not np.isfinite(a):
+            rep.errors[name] = f"returned a non-finite alpha ({a})"
+            continue
+        rep.alpha[name] = a
+        rep.seconds[name] = float(res.seconds)
+        if res.alpha_exact is not None:
+            if rep.alpha_exact is not None and res.alpha_exact != rep.alpha_exact:
+                rep.errors[name] = (
+                    f"exact alpha {res.alpha_exact} differs from {rep.alpha_exact} "
+                    "of another exact method"
+                )
+            elif rep.alpha_exact is None:
+                rep.alpha_exact = Fraction(res.alpha_exact)
+    vals = list(rep.alpha.values())
+    rep.spread = float(max(vals) - min(vals)) if vals else 0.0
+    rep.ok = bool(vals) and not rep.errors and rep.spread <= tol
+    if not vals and not rep.errors:
+        rep.errors["(all)"] = "no method could solve this instance"
+    return rep
+
+
+def _warm_up(methods: Sequence[str]) -> None:
+    from .api import solve
+    from .drafts import WithReplacement
+
+    law = WithReplacement(["1/2", "1/2"], 2)
+    for name in methods:
+        try:
+            solve(["1/4", "3/4"], law, method=name)
+        except Exception:  # noqa: BLE001 - failures show up in the real run
+            pass
+
+
+def crosscheck(
+    instances: Iterable[Any] | None = None,
+    methods: Sequence[str] | None = None,
+    tol: float = DEFAULT_TOL,
+    *,
+    warmup: bool = True,
+) -> CrosscheckReport:
+    r"""Solve every instance with every method and check that their α* agree (T1).
+
+    Parameters
+    ----------
+    instances : iterable, optional
+        :class:`Instance` objects, ``(p, draft)`` pairs, or dicts ``{"scheme", "n", "p", "q"}``
+        (``"qs"`` for product, ``"table"`` for explicit) as in the reference alpha bank.
+        Default: :func:`builtin_instances`.
+    methods : sequence of str, optional
+        Method names of :data:`mdsd_ot.METHODS`.  Default: :func:`default_methods` (every
+        installed method whose stated accuracy is at most ``tol``).
+    tol : float
+        The largest allowed spread :math:`\max_m \alpha_m - \min_m \alpha_m` per instance.
+    warmup : bool
+        Solve one tiny instance with every method first, so that the reported times do not
+        include one-off costs (lazy imports of POT or cvxpy, JIT caches).
+
+    Returns
+    -------
+    CrosscheckReport
+        ``ok`` is True when every instance's spread is at most ``tol`` and no method crashed.
+
+    Raises
+    ------
+    ValueError
+        On bad instances, unknown or uninstalled methods, or a negative / non-finite ``tol``.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import ConditionalPoisson
+    >>> rep = crosscheck([(["1/5", "1/5", "3/5"], ConditionalPoisson(["1/2", "3/10", "1/5"], 2))],
+    ...                  methods=["subset-exact", "subset"])
+    >>> rep.ok, rep.instances[0].spread <= 1e-9
+    (True, True)
+    """
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol: the tolerance must be a finite number >= 0, got {tol!r}")
+    t0 = time.perf_counter()
+    insts = builtin_instances() if instances is None else [_as_instance(x) for x in instances]
+    if not insts:
+        raise ValueError("instances: give at least one instance (or None for the built-in bank)")
+    if methods is None:
+        names, excluded = default_methods(tol)
+    else:
+        names, excluded = _check_methods(methods), {}
+    if warmup:
+        _warm_up(names)
+    reports = [check_instance(inst, names, tol) for inst in insts]
+    return CrosscheckReport(
+        ok=all(r.ok for r in reports),
+        tolerance=float(tol),
+        methods=names,
+        instances=reports,
+        excluded=excluded,
+        seconds=time.perf_counter() - t0,
+    )

@@ -1,0 +1,154 @@
+r"""The w-vertex-cover dual (10), as an LP (simplex vertex) and as a 0/1 integer program (T2).
+
+.. math::
+
+   \min_{y, z \ge 0} \sum_i y_i\, p(i) + \sum_{\bar i} z_{\bar i}\, p_{draft}(\bar i)
+   \quad\text{s.t.}\quad y_i + z_{\bar i} \ge 1 \quad (i \in \bar i).
+
+The constraint matrix (edge–vertex incidence of the bipartite draft graph stacked on
+identities, :func:`dual_constraint_matrix`) is totally unimodular (T3), so every vertex of the
+LP is 0/1 and the LP optimum equals the integer optimum (T2).  A 0/1 optimum is y = 1_H,
+z_ī = 1[ī ⊄ H] for an optimal set H of the subset form (8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..drafts import DraftLaw, Vector
+from ._common import register, timed
+from .bmatching import (
+    GAP_TOL,
+    DraftGraph,
+    best_level_set,
+    check_graph_size,
+    draft_graph,
+    highs_lp,
+    repair_matching,
+    solve_highs_lp,
+    subset_value,
+)
+
+__all__ = ["dual_constraint_matrix", "w_vertex_cover", "MAX_EDGES_DUAL", "INTEGRAL_TOL"]
+
+#: Largest number of edges (constraints y_i + z_ī ≥ 1) the dual accepts.
+MAX_EDGES_DUAL: int = 2**21
+#: A vertex counts as integral when every coordinate is within this of 0 or 1.
+INTEGRAL_TOL: float = 1e-9
+
+
+def _edge_block(g: DraftGraph) -> sp.csr_matrix:
+    E = len(g.edge_i)
+    rows = np.concatenate([np.arange(E), np.arange(E)])
+    cols = np.concatenate([g.edge_i, g.V + g.edge_k])
+    return sp.csr_matrix((np.ones(2 * E), (rows, cols)), shape=(E, g.V + g.K))
+
+
+def dual_constraint_matrix(draft: DraftLaw) -> sp.csr_matrix:
+    r"""The constraint matrix of (10): edge rows, then identity rows for y and z.
+
+    Columns are :math:`y_0, \dots, y_{V-1}` then :math:`z_{\bar i}` for the tuples of
+    supp(p_draft) in sorted order.  The first E rows are the edges (i, ī), i ∈ ī, sorted by
+    (i, tuple index), each with a 1 in column y_i and in column z_ī; the last V + K rows are the
+    identity (the sign constraints y, z ≥ 0).  Totally unimodular (T3): a bipartite incidence
+    matrix stacked on an identity.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> A = dual_constraint_matrix(WithReplacement([0.5, 0.5], 1))
+    >>> A.toarray().astype(int).tolist()
+    [[1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    """
+    check_graph_size(draft, MAX_EDGES_DUAL, "the w-vertex-cover dual (10)")
+    g = draft_graph(draft)
+    return sp.vstack([_edge_block(g), sp.identity(g.V + g.K, format="csr")], format="csr")
+
+
+def w_vertex_cover(p: Any, draft: DraftLaw, integer: bool = False) -> dict[str, Any]:
+    r"""Solve (10) with HiGHS: simplex LP (a vertex) or, with ``integer=True``, the 0/1 program.
+
+    Parameters
+    ----------
+    p : (V,) array_like
+        Target distribution.
+    draft : DraftLaw
+        The draft law.
+    integer : bool
+        Solve the integer program (HiGHS MIP, zero gap tolerance) instead of the LP.
+
+    Returns
+    -------
+    dict
+        ``value`` (the optimum), ``y`` (V,), ``z`` (K,), ``flow`` (the LP's row duals, a
+        maximum b-matching, or None for the integer program), ``integral`` (every coordinate
+        within :data:`INTEGRAL_TOL` of 0 or 1), ``graph`` and ``attempts``.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> out = w_vertex_cover([0.5, 0.5], WithReplacement([0.75, 0.25], 1))
+    >>> round(out["value"], 12), out["y"].tolist(), out["integral"]
+    (0.75, [0.0, 1.0], True)
+    """
+    pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
+    check_graph_size(draft, MAX_EDGES_DUAL, "the w-vertex-cover dual (10)")
+    g = draft_graph(draft)
+    E = len(g.edge_i)
+    A = _edge_block(g)
+    cost = np.concatenate([pv, g.w])
+    lp = highs_lp(cost, A, np.ones(E), np.full(E, np.inf), maximize=False, integer=integer)
+    h, tried = solve_highs_lp(lp, mip=integer)
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=np.float64)
+    y, z = x[: g.V], x[g.V :]
+    integral = bool(np.all(np.abs(x - np.round(x)) <= INTEGRAL_TOL))
+    flow = None if integer else np.asarray(sol.row_dual, dtype=np.float64)
+    return dict(
+        value=float(h.getInfo().objective_function_value),
+        y=y,
+        z=z,
+        flow=flow,
+        integral=integral,
+        graph=g,
+        attempts=tried,
+    )
+
+
+@register("dual", accuracy=1e-9)
+def _solve_dual(p, draft):
+    """w-vertex-cover dual (10): simplex LP vertex and 0/1 integer program (T2); H = {y = 1}."""
+    with timed() as t:
+        lp = w_vertex_cover(p, draft)
+        ip = w_vertex_cover(p, draft, integer=True)
+        g = lp["graph"]
+        pv = p.float
+        H = lp["y"] > 0.5
+        value = subset_value(pv, g, H)
+        # T2 guarantees the rounded vertex is optimal; the level sets are a safeguard
+        H2, value2 = best_level_set(pv, g, lp["y"])
+        if value2 < value:
+            H, value = H2, value2
+        # a lower bound: the LP's row duals form a b-matching (9), repaired to feasibility
+        lower = float(repair_matching(pv, g, np.abs(lp["flow"]), upper=value).sum())
+    gap = value - lower
+    return dict(
+        alpha=value,
+        H=H,
+        duals={"y": lp["y"], "z": lp["z"]},
+        status="optimal" if gap <= GAP_TOL else f"optimal (certified gap {gap:.2g})",
+        seconds=t.seconds,
+        info={
+            "lp": lp["value"],
+            "ip": ip["value"],
+            "integral": lp["integral"],
+            "ip_y": ip["y"],
+            "lower_bound": lower,
+            "gap": gap,
+            "tuples": g.tuples,
+            "attempts": lp["attempts"] + ip["attempts"],
+        },
+    )

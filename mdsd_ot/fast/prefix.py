@@ -1,0 +1,242 @@
+r"""The prefix algorithm of T7: sort by p/q, evaluate Q on every prefix, take the minimum.
+
+For a q-convex draft law (T5) an optimal set of the subset-selection form (8) is a prefix of the
+tokens sorted by :math:`p(i)/q(i)` ascending, so
+
+.. math::
+
+   \alpha^* = 1 + \min_{k = 0..V} \bigl[P(H_k) - Q(H_k)\bigr], \qquad
+   H_k = \{\text{first } k \text{ tokens in that order}\}.
+
+Ties in :math:`p/q` may come in any order: inside a block of equal keys :math:`r`, :math:`P`
+grows like :math:`r\,q(\cdot)` while :math:`Q` is convex in :math:`q(\cdot)` (T5), so
+:math:`P - Q` is concave along the block and its minimum over the block sits at one of the
+block's ends, which are prefixes in every tie order.
+
+One routine per law evaluates :math:`Q` on all prefixes at once (arrays ``(B, V)``, entry ``k-1``
+holding :math:`Q(H_k)`), written against the array-API standard so that numpy and torch arrays
+run the same code (:mod:`mdsd_ot.fast._backend`).  All functions here take validated inputs
+(rows summing to 1, see :mod:`mdsd_ot.fast._check`) and never synchronise a GPU with the host.
+
+Accuracy
+--------
+Every routine is a few cumulative sums of non-negative terms bounded by 1 plus O(1) operations
+per entry, so the absolute error on each :math:`Q(H_k)` and :math:`P(H_k)` is at most
+:math:`c\,V\,\varepsilon` for a small constant (sequential summation; :func:`error_bound`
+returns the bound with the constant used, :math:`(2n + 8)(V+1)\varepsilon`).  Observed errors are
+far smaller (about :math:`\sqrt{V}\varepsilon`); the tests check 1e-12 on the alpha bank and 1e-10
+against brute force.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _backend as bk
+
+__all__ = [
+    "sort_key",
+    "prefix_Q_with",
+    "prefix_Q_without2",
+    "prefix_Q_conditional_poisson",
+    "prefix_min",
+    "solve_sorted",
+    "error_bound",
+]
+
+
+def sort_key(p: Any, q: Any) -> Any:
+    r"""The sort key :math:`p(i)/q(i)` (one division).
+
+    :math:`p = 0 < q` gives 0 (first), :math:`q = 0 < p` gives :math:`+\infty` (last).  The
+    remaining case :math:`p = q = 0` gives NaN, which numpy and torch sort after every number;
+    its place does not matter anyway, since a token with :math:`p = q = 0` changes neither
+    :math:`P` nor :math:`Q` of any set (for every q-based law, a zero-mass token is never drawn).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sort_key(np.array([0.5, 0.0, 0.5, 0.0]), np.array([0.25, 0.25, 0.0, 0.5])).tolist()
+    [2.0, 0.0, inf, 0.0]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return p / q
+
+
+def prefix_Q_with(qs: Any, n: int) -> Any:
+    r"""With replacement: :math:`Q(H_k) = q(H_k)^n` for k = 1..V (overwrites ``qs``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prefix_Q_with(np.array([[0.5, 0.5]]), 2).tolist()
+    [[0.25, 1.0]]
+    """
+    s = bk.cumsum(qs)
+    if n > 1:
+        s **= n
+    return s
+
+
+def prefix_Q_without2(qs: Any) -> Any:
+    r"""Sequential without replacement, n = 2, on every prefix (theory.md, closed form).
+
+    .. math::
+
+       Q(H) = \sum_{i \in H} q(i)\, \frac{q(H) - q(i)}{1 - q(i)}
+            = q(H) - (1 - q(H)) \sum_{i\in H} \frac{q(i)}{1 - q(i)} .
+
+    The second form cancels catastrophically when some :math:`q(a)` is close to 1 (it divides by
+    :math:`1 - q(a)`).  Only the largest token can have :math:`q(a) > 1/2`, so it is treated
+    apart: its term is :math:`q(a)\, q(H \setminus a) / \delta` with
+    :math:`\delta = 1 - q(a)` computed as the mass of the other tokens (relative accuracy
+    :math:`\varepsilon`), and every other token has :math:`1 - q(i) \ge 1/2`.  The remaining sum
+    :math:`q(H) S' - R'` (:math:`S' = \sum q/(1-q)`, :math:`R' = \sum q^2/(1-q)` over
+    :math:`H \setminus a`) has terms bounded by 2, so the absolute error stays :math:`O(V\varepsilon)`.
+
+    Parameters
+    ----------
+    qs : (B, V) array
+        q permuted into the prefix order (rows sum to 1, at least 2 positive entries);
+        overwritten.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prefix_Q_without2(np.array([[0.5, 0.3, 0.2]])).round(6).tolist()  # T12: Q({0,1})=18/35
+    [[0.0, 0.514286, 1.0]]
+    """
+    xp = bk.namespace(qs)
+    B, V = qs.shape
+    total = xp.sum(qs, axis=-1, keepdims=True)
+    a_pos = xp.argmax(qs, axis=-1)
+    rows = bk.arange_like(qs, B)
+    q_a = qs[rows, a_pos][:, None]
+    qz = qs
+    qz[rows, a_pos] = 0.0  # q without its largest token a (in place)
+    w = 1.0 - qz  # >= 1/2 off a
+    w **= -1
+    w *= qz  # q/(1-q) off a, 0 at a
+    R = bk.cumsum(qz * w)  # sum of q^2/(1-q) over H_k minus a
+    S = bk.cumsum(w)  # sum of q/(1-q) over H_k minus a
+    c = bk.cumsum(qz)  # q(H_k minus a)
+    delta = c[..., -1:] / total  # 1 - q(a), to relative accuracy eps
+    out = c * S
+    out -= R
+    del R
+    c /= delta
+    c += S
+    c *= q_a
+    c *= bk.arange_like(qs, V) >= a_pos[:, None]  # a in H_{k+1}
+    out += c  # + 1[a in H] q(a) (q(H minus a)/delta + S')
+    return out
+
+
+def prefix_Q_conditional_poisson(qs: Any, n: int) -> Any:
+    r"""Conditional Poisson: :math:`Q(H_k) = e_n(q|_{H_k}) / e_n(q)` for k = 1..V.
+
+    The recursion :math:`e_m(H \cup \{x\}) = e_m(H) + q(x)\, e_{m-1}(H)` unrolls along the
+    prefix into one cumulative sum per level,
+
+    .. math::
+
+       e_m(H_k) = \sum_{i \le k} q(i)\, e_{m-1}(H_{i-1}),
+
+    a sum of non-negative terms (no cancellation, unlike Newton's identities).  Each level is
+    divided by its total :math:`e_m(q)` as it is formed, so every stored value lies in [0, 1]
+    and neither :math:`e_m` overflows nor underflows at V = 152,064; the scales cancel in the
+    ratio: :math:`\tilde e_m(H_k) = \sum_{i\le k} q(i)\tilde e_{m-1}(H_{i-1}) / (\text{its total})`
+    and :math:`Q(H_k) = \tilde e_n(H_k)`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prefix_Q_conditional_poisson(np.array([[0.5, 0.3, 0.2]]), 2).round(6).tolist()
+    [[0.0, 0.483871, 1.0]]
+    """
+    xp = bk.namespace(qs)
+    e = bk.cumsum(xp.asarray(qs, copy=True))
+    e /= xp.asarray(e[..., -1:], copy=True)
+    for _ in range(2, n + 1):
+        e[..., 1:] = qs[..., 1:] * e[..., :-1]
+        e[..., 0] = 0.0
+        e = bk.cumsum(e)
+        e /= xp.asarray(e[..., -1:], copy=True)
+    return e
+
+
+def prefix_min(P: Any, Q: Any, return_set: bool) -> tuple[Any, Any]:
+    r""":math:`\alpha^* = 1 + \min(0, \min_k [P_k - Q_k])` and the argmin k (0 = empty set).
+
+    ``P`` and ``Q`` hold prefixes k = 1..V (``P`` is overwritten with ``P - Q``); the empty
+    prefix (value 0) is added here.  α* is clipped to [0, 1] (rounding can leave it a few ulps
+    outside).  Returns ``(alpha, k)`` with ``k = None`` unless ``return_set``.
+    """
+    xp = bk.namespace(P)
+    P -= Q
+    m = xp.min(P, axis=-1)
+    alpha = bk.clip(1.0 + xp.minimum(m, xp.zeros_like(m)), 0.0, 1.0)
+    if not return_set:
+        return alpha, None
+    k = xp.argmin(P, axis=-1) + 1
+    k = xp.where(m < 0, k, xp.zeros_like(k))
+    return alpha, k
+
+
+def error_bound(V: int, n: int, eps: float) -> float:
+    r"""A priori bound :math:`(2n + 8)(V+1)\varepsilon` on the rounding error of α* (floats).
+
+    Examples
+    --------
+    >>> error_bound(10, 2, 2.0**-52) < 1e-13
+    True
+    """
+    return (2 * n + 8) * (V + 1) * eps
+
+
+def prefix_Q(qs: Any, n: int, scheme: str) -> tuple[Any, Any]:
+    """Q on the prefixes k = 1..V for ``scheme`` and an extra error bound (0 or per row)."""
+    if scheme == "with":
+        return prefix_Q_with(qs, n), 0.0
+    if scheme == "conditional-poisson":
+        return prefix_Q_conditional_poisson(qs, n), 0.0
+    if scheme == "without":
+        if n == 2:
+            return prefix_Q_without2(qs), 0.0
+        try:
+            from .without import prefix_Q_without
+        except ImportError as exc:  # pragma: no cover - the n >= 3 module ships with the package
+            raise NotImplementedError(
+                f"scheme 'without' with n={n} needs mdsd_ot.fast.without ({exc})"
+            ) from exc
+        Qfull, err = prefix_Q_without(qs, n)
+        return Qfull[..., 1:], err
+    raise ValueError(f"scheme: {scheme!r} has no prefix evaluation")  # pragma: no cover
+
+
+def solve_sorted(p: Any, q: Any, n: int, scheme: str, return_set: bool = False):
+    r"""T7 on validated (B, V) rows: sort by p/q, scan prefixes; returns (α*, H mask or None, err).
+
+    ``err`` is the extra error bound of the Q evaluation (0 for the closed forms; per row for
+    sequential without replacement with n >= 3), to be added to :func:`error_bound`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, H, _ = solve_sorted(np.array([[0.5, 0.5]]), np.array([[0.75, 0.25]]), 2, "with", True)
+    >>> a.tolist(), H.tolist()
+    ([0.9375], [[True, False]])
+    """
+    xp = bk.namespace(p, q)
+    key = sort_key(p, q)
+    perm = bk.argsort(key)
+    Q, err = prefix_Q(bk.gather(q, perm, out=key), n, scheme)  # reuse the key buffer
+    alpha, k = prefix_min(bk.cumsum(bk.gather(p, perm)), Q, return_set)
+    del Q
+    if not return_set:
+        return alpha, None, err
+    Hs = bk.arange_like(p, p.shape[-1]) < k[..., None]
+    H = bk.scatter(Hs, perm)
+    return alpha, xp.astype(H, xp.bool), err

@@ -1,0 +1,304 @@
+r"""The verifier interface shared by every MDSD verification algorithm (theory.md, "Verifiers").
+
+A verifier maps a draft tuple :math:`\bar i` (drawn from its draft law) and its own randomness to
+an output token; it is *lossless* when the output has law ``p`` whatever ``p`` is (T11).  Its
+*acceptance* is the probability that the output is one of the drafts,
+
+.. math:: \Pr[\text{out} \in \{\bar i_1, \dots, \bar i_n\}] = \sum_i \sum_{\bar i \in A_i} C(i, \bar i),
+
+the objective of the transport LP (7), so it is at most α* of the verifier's own draft law (T11).
+``sample`` reports ``accepted`` in this sense (output ∈ drafts).
+
+Every verifier offers two independent implementations:
+
+- the *definition* (:meth:`Verifier.conditional`, :meth:`Verifier.exact`), written as in
+  theory.md on plain lists of numbers, in exact Fractions when the inputs are rational; it
+  enumerates the draft tuples of ``draft.joint_items()`` and sums over the verifier's own coins
+  analytically (each coin is a Bernoulli or a draw from a fixed residual law), so it is exact;
+- a vectorised numpy *sampler* (:meth:`Verifier.sample`) over a batch of draft tuples, fast at
+  V = 152,064.  Tests compare the two by chi-square tests.
+
+Binding the draft law
+---------------------
+``sample(p, draft_tokens, rng)`` needs the law the drafts were drawn from (its ``q``, its top
+tokens, its plan), so a verifier is *bound* to a draft law: ``verifiers.get(name, draft)`` or
+``verifiers.get(name).bind(draft)``.  ``exact(p, draft)`` takes the law explicitly (and falls back to
+the bound one); ``acceptance(p, q, n)`` needs only ``q`` and ``n``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as V_
+from ..drafts import DraftLaw, Vector
+
+Number = Any  # float or Fraction
+
+__all__ = ["Verifier", "Number"]
+
+
+def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+class Verifier:
+    """Base class: subclasses set the class attributes and implement the hooks.
+
+    Attributes
+    ----------
+    name : str
+        The registry name (``verifiers.get(name)``).
+    laws : tuple of str or None
+        Draft-law schemes the verifier is defined for (``None``: any law).
+    law_hint : str
+        How to build the right law, quoted in the refusal message.
+    n_required : int or None
+        A fixed number of drafts (``single``: 1), or ``None``.
+    """
+
+    name: str = ""
+    laws: tuple[str, ...] | None = None
+    law_hint: str = ""
+    n_required: int | None = None
+
+    def __init__(self, draft: DraftLaw | None = None):
+        self.draft: DraftLaw | None = None if draft is None else self.check(draft)
+
+    # -- the draft law ---------------------------------------------------------------------
+    def defined_for(self, draft: DraftLaw) -> bool:
+        """Whether the verifier is defined for the draft law ``draft``."""
+        return (
+            isinstance(draft, DraftLaw)
+            and (self.n_required is None or draft.n == self.n_required)
+            and (self.laws is None or draft.scheme in self.laws)
+        )
+
+    def check(self, draft: DraftLaw) -> DraftLaw:
+        """Return ``draft`` if the verifier is defined for it, else raise ValueError naming the law."""
+        if self.defined_for(draft):
+            return draft
+        if not isinstance(draft, DraftLaw):
+            raise ValueError(
+                f"draft: expected a draft law from mdsd_ot.drafts (e.g. {self.law_hint}), "
+                f"got {type(draft).__name__}"
+            )
+        from . import suggest
+
+        if self.n_required is not None and draft.n != self.n_required:
+            raise ValueError(
+                f"draft: the {self.name!r} verifier is defined for n = {self.n_required} "
+                f"draft(s), got {draft!r}; use {self.law_hint}{suggest(draft)}"
+            )
+        raise ValueError(
+            f"draft: the {self.name!r} verifier is defined for {self.law_hint} only, got "
+            f"{type(draft).__name__}; draw the drafts with {self.law_hint}{suggest(draft)}"
+        )
+
+    def bind(self, draft: DraftLaw) -> Verifier:
+        """A copy of this verifier bound to ``draft`` (checked with :meth:`check`)."""
+        return type(self)(draft)
+
+    def _law(self, draft: DraftLaw | None) -> DraftLaw:
+        if draft is not None:
+            return self.check(draft)
+        if self.draft is None:
+            raise ValueError(
+                f"draft: the {self.name!r} verifier is not bound to a draft law; use "
+                f"verifiers.get({self.name!r}, draft) or .bind(draft), e.g. with {self.law_hint}"
+            )
+        return self.draft
+
+    # -- sampling --------------------------------------------------------------------------
+    def sample(
+        self, p: Any, draft_tokens: Any, rng: np.random.Generator | int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Verify a batch of draft tuples: one output token per tuple.
+
+        Parameters
+        ----------
+        p : (V,) array_like
+            The target distribution at this position.
+        draft_tokens : (B, n) int array_like
+            Draft tuples drawn from the bound draft law (a single ``(n,)`` tuple is a batch of 1).
+        rng : Generator or int or None
+            The verifier's own randomness.
+
+        Returns
+        -------
+        tokens : (B,) int64 ndarray
+            Output tokens; each has law ``p`` when the drafts follow the bound law (T11).
+        accepted : (B,) bool ndarray
+            Whether the output is one of that row's drafts.
+        """
+        draft = self._law(None)
+        pv = V_.prob_vector(p, "p")
+        V_.check_same_length(pv, np.empty(draft.V), "p", "draft (its vocabulary)")
+        t = self._tokens(draft_tokens, draft)
+        out = np.asarray(self._sample(pv, draft, t, _rng(rng)), dtype=np.int64)
+        return out, (t == out[:, None]).any(axis=1)
+
+    def simulate(
+        self, p: Any, size: int, rng: np.random.Generator | int | None = None
+    ) -> tuple[float, float]:
+        """Monte-Carlo acceptance: draw ``size`` tuples from the bound law and verify them.
+
+        Returns the empirical acceptance and its standard error
+        :math:`\\sqrt{\\hat a (1 - \\hat a) / N}`.
+        """
+        from ._draws import sample_drafts
+
+        draft = self._law(None)
+        g = _rng(rng)
+        t = sample_drafts(draft, g, int(size))
+        _, acc = self.sample(p, t, g)
+        a = float(acc.mean())
+        return a, float(np.sqrt(max(a * (1 - a), 0.0) / max(len(acc), 1)))
+
+    @staticmethod
+    def _tokens(draft_tokens: Any, draft: DraftLaw) -> np.ndarray:
+        t = np.asarray(draft_tokens)
+        if t.ndim == 1:
+            t = t[None, :]
+        if t.ndim != 2 or t.shape[1] != draft.n:
+            raise ValueError(
+                f"draft_tokens: expected shape (B, {draft.n}) (one row of n = {draft.n} drafts "
+                f"per sample), got {np.shape(draft_tokens)}"
+            )
+        if t.size and not np.issubdtype(t.dtype, np.integer):
+            raise ValueError(f"draft_tokens: must be integer token ids, got dtype {t.dtype}")
+        t = t.astype(np.int64)
+        if t.size and (t.min() < 0 or t.max() >= draft.V):
+            raise ValueError(f"draft_tokens: token ids must lie in [0, {draft.V})")
+        return t
+
+    def _sample(
+        self, p: np.ndarray, draft: DraftLaw, t: np.ndarray, g: np.random.Generator
+    ) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- the exact law by enumeration ------------------------------------------------------
+    def exact(
+        self, p: Any, draft: DraftLaw | None = None, *, exact: bool | None = None
+    ) -> tuple[np.ndarray, Number]:
+        r"""The output law and the acceptance, by enumeration over the draft tuples.
+
+        .. math::
+
+           \Pr[\text{out} = i] = \sum_{\bar i} p_{draft}(\bar i)\, \pi(i \mid \bar i), \qquad
+           \text{acceptance} = \sum_{\bar i} p_{draft}(\bar i) \sum_{i \in \bar i} \pi(i \mid \bar i)
+
+        Parameters
+        ----------
+        p : (V,) array_like
+            Target distribution.
+        draft : DraftLaw, optional
+            The draft law (default: the bound one).
+        exact : bool, optional
+            Work in Fractions (default: when both ``p`` and the law are rational).
+
+        Returns
+        -------
+        law : (V,) ndarray
+            float64, or an object array of Fractions in exact mode.
+        acceptance : float or Fraction
+        """
+        draft = self._law(draft)
+        pv = Vector(p, "p")
+        V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+        ex = (pv.rational and draft.rational) if exact is None else bool(exact)
+        ctx = self._setup(list(pv.values(ex)), draft, ex)
+        zero = Fraction(0) if ex else 0.0
+        law = [zero] * draft.V
+        acc = zero
+        for tup, w in draft.joint_items(exact=ex).items():
+            for i, pr in self._given(ctx, tup).items():
+                law[i] += w * pr
+                if i in tup:
+                    acc += w * pr
+        return np.array(law, dtype=object if ex else np.float64), acc
+
+    def conditional(
+        self,
+        p: Any,
+        draft_tuple: Sequence[int],
+        draft: DraftLaw | None = None,
+        *,
+        exact: bool | None = None,
+    ) -> dict[int, Number]:
+        r"""The verification rule :math:`\pi(\cdot \mid \bar i)` for one draft tuple (its support)."""
+        draft = self._law(draft)
+        pv = Vector(p, "p")
+        ex = (pv.rational and draft.rational) if exact is None else bool(exact)
+        ctx = self._setup(list(pv.values(ex)), draft, ex)
+        tup = tuple(int(i) for i in draft_tuple)
+        if len(tup) != draft.n:
+            raise ValueError(f"draft_tuple: expected {draft.n} tokens, got {len(tup)}")
+        return self._given(ctx, tup)
+
+    def _setup(self, p: list, draft: DraftLaw, exact: bool) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _given(self, ctx: Any, tup: tuple[int, ...]) -> dict[int, Number]:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- closed form -----------------------------------------------------------------------
+    def has_closed_form(self, n: int) -> bool:
+        """Whether :meth:`acceptance` has a closed form for ``n`` drafts."""
+        return False
+
+    def acceptance(self, p: Any, q: Any, n: int) -> float:
+        """Closed-form acceptance for target ``p``, draft model ``q`` and ``n`` drafts."""
+        raise self._no_closed_form(n)
+
+    def _pq(self, p: Any, q: Any, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        pv = V_.prob_vector(p, "p")
+        qv = V_.prob_vector(q, "q")
+        V_.check_same_length(pv, qv)
+        n = V_.check_n(n)
+        if not self.has_closed_form(n):
+            raise self._no_closed_form(n)
+        return pv, qv, n
+
+    def _no_closed_form(self, n: int) -> NotImplementedError:
+        return NotImplementedError(
+            f"the {self.name!r} verifier has no closed-form acceptance for n = {n}; use "
+            f"exact(p, draft) (small V) or simulate(p, size)"
+        )
+
+    def __repr__(self) -> str:
+        bound = "" if self.draft is None else f", bound to {self.draft!r}"
+        return f"<verifier {self.name!r}{bound}>"
+
+
+# -- small helpers shared by the definitions (lists of floats or Fractions) -------------------
+
+
+def zero_of(exact: bool) -> Number:
+    return Fraction(0) if exact else 0.0
+
+
+def pos_part_normalised(r: Sequence[Number], q: Sequence[Number], exact: bool) -> list[Number]:
+    r"""(r − q)⁺ normalised; returns ``r`` unchanged when (r − q)⁺ = 0 (rejection impossible)."""
+    z = zero_of(exact)
+    d = [max(a - b, z) for a, b in zip(r, q, strict=True)]
+    s = sum(d, z)
+    if s <= 0:
+        return list(r)
+    return [x / s for x in d]
+
+
+def add(out: dict[int, Number], i: int, w: Number) -> None:
+    if w:
+        out[i] = out.get(i, 0) + w
+
+
+def inverse_cdf(law: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Tokens drawn from the (unnormalised, non-negative) ``law`` for uniforms ``u`` in [0, 1)."""
+    cdf = np.cumsum(law)
+    idx = np.searchsorted(cdf, u * cdf[-1], side="right")
+    return np.minimum(idx, len(law) - 1)

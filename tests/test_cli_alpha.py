@@ -1,0 +1,151 @@
+"""``mdsd-ot alpha``: batches from .npy / .pt / .safetensors, summary lines, --out, bad input.
+
+The command is mounted on a local typer app (``register(app)``), as every command module is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mdsd_ot.cli import alpha as alpha_cmd
+from mdsd_ot.fast import alpha_star
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    a = typer.Typer()
+    alpha_cmd.register(a)
+
+    @a.command("noop")  # a second command keeps typer in multi-command mode
+    def _noop() -> None:  # pragma: no cover - never invoked
+        pass
+
+    return a
+
+
+@pytest.fixture(scope="module")
+def rows() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.dirichlet(np.ones(50), size=20), rng.dirichlet(np.ones(50) * 0.3, size=20)
+
+
+def _mean(output: str) -> float:
+    return float(re.search(r"mean alpha\*: ([0-9.]+)", output).group(1))
+
+
+def test_npy_numpy_backend_and_out(app, rows, tmp_path):
+    p, q = rows
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "q.npy", q)
+    out = tmp_path / "a.npy"
+    args = ["alpha", "--p-file", str(tmp_path / "p.npy"), "--q-file", str(tmp_path / "q.npy")]
+    r = runner.invoke(app, [*args, "-n", "3", "--scheme", "without", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    expected = alpha_star(p, q, n=3, scheme="without")
+    assert abs(_mean(r.output) - expected.mean()) <= 1e-6
+    assert "positions: 20" in r.output and "positions/s" in r.output and "50%" in r.output
+    assert np.allclose(np.load(out), expected, atol=1e-15, rtol=0)
+    r = runner.invoke(
+        app, [*args, "-n", "2", "--scheme", "greedy", "--out", str(tmp_path / "a.json")]
+    )
+    assert r.exit_code == 0, r.output
+    saved = json.loads((tmp_path / "a.json").read_text())
+    assert np.allclose(saved, alpha_star(p, q, n=2, scheme="greedy"), atol=1e-15, rtol=0)
+
+
+def test_torch_formats_and_dtype(app, rows, tmp_path):
+    torch = pytest.importorskip("torch")
+    st = pytest.importorskip("safetensors.torch")
+    p, q = rows
+    torch.save(torch.from_numpy(p), tmp_path / "p.pt")
+    st.save_file(
+        {"q": torch.from_numpy(q), "other": torch.zeros(2)}, str(tmp_path / "q.safetensors")
+    )
+    expected = alpha_star(p, q, n=2, scheme="conditional-poisson")
+    base = [
+        "alpha",
+        "--p-file",
+        str(tmp_path / "p.pt"),
+        "--q-file",
+        str(tmp_path / "q.safetensors"),
+    ]
+    r = runner.invoke(app, [*base, "-n", "2", "--scheme", "conditional-poisson"])
+    assert r.exit_code == 0, r.output
+    assert "torch float64 on cpu" in r.output
+    assert abs(_mean(r.output) - expected.mean()) <= 1e-6
+    out = tmp_path / "a.pt"
+    r = runner.invoke(
+        app,
+        [
+            *base,
+            "-n",
+            "2",
+            "--scheme",
+            "conditional-poisson",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--out",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "torch float32 on cpu" in r.output
+    assert np.max(np.abs(torch.load(out).numpy() - expected)) <= 1e-5  # FLOAT32_BOUND
+
+
+def test_bad_input_exits_2_with_one_line(app, rows, tmp_path):
+    p, q = rows
+    bad = p.copy()
+    bad[7] *= 2
+    np.save(tmp_path / "p.npy", bad)
+    np.save(tmp_path / "q.npy", q)
+    args = ["alpha", "--p-file", str(tmp_path / "p.npy"), "--q-file", str(tmp_path / "q.npy")]
+    r = runner.invoke(app, [*args, "-n", "2", "--scheme", "with"])
+    assert r.exit_code == 2
+    assert "p[7]" in r.output and "Traceback" not in r.output
+    np.save(tmp_path / "p.npy", p)
+    r = runner.invoke(app, [*args, "-n", "2", "--scheme", "product"])
+    assert r.exit_code == 2 and "scheme" in r.output
+    r = runner.invoke(app, [*args, "-n", "2", "--scheme", "with", "--out", str(tmp_path / "a.xls")])
+    assert r.exit_code == 2 and "--out" in r.output
+    (tmp_path / "p.txt").write_text("0.5,0.5")
+    r = runner.invoke(
+        app,
+        [
+            "alpha",
+            "--p-file",
+            str(tmp_path / "p.txt"),
+            "--q-file",
+            str(tmp_path / "q.npy"),
+            "-n",
+            "2",
+            "--scheme",
+            "with",
+        ],
+    )
+    assert r.exit_code == 2 and "unsupported file type" in r.output
+    r = runner.invoke(
+        app,
+        [
+            "alpha",
+            "--p-file",
+            str(tmp_path / "nope.npy"),
+            "--q-file",
+            str(tmp_path / "q.npy"),
+            "-n",
+            "2",
+            "--scheme",
+            "with",
+        ],
+    )
+    assert r.exit_code == 2 and "does not exist" in r.output

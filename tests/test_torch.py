@@ -1,0 +1,210 @@
+"""The torch solver: the same algorithm as mdsd_ot.fast on tensors (T7, T4, T9).
+
+- float64 equals the numpy solver within 1e-12 on every scheme (seeded batches with the edge
+  cases of tests/test_fast.py: ties in p/q, zeros in p and q, masses near 1e-12, n = support);
+- float32 within the measured bound ``mdsd_ot.torch.FLOAT32_BOUND`` of the float64 value on
+  realistic rows (Zipf-like logits, temperature 0.7, V = 32,000);
+- results stay on the input device and in its dtype; bad rows are named.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+import mdsd_ot.fast as fast  # noqa: E402
+import mdsd_ot.torch as mt  # noqa: E402
+
+
+def _have_without_n3() -> bool:
+    """True once mdsd_ot.fast.without (sequential drafts, n >= 3) provides prefix_Q_without."""
+    try:
+        from mdsd_ot.fast.without import prefix_Q_without  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+HAVE_WITHOUT_N3 = _have_without_n3()
+
+CASES = [
+    ("with", 1),
+    ("with", 2),
+    ("with", 4),
+    ("without", 2),
+    ("conditional-poisson", 2),
+    ("conditional-poisson", 3),
+    ("greedy", 2),
+    ("greedy", 4),
+    ("spechub", 2),
+    ("single", 1),
+]
+if HAVE_WITHOUT_N3:
+    CASES += [("without", 3), ("without", 4)]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One intra-op thread: on a shared 2-core runner, torch's thread pool oversubscribes."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def _edge_batch(seed: int, B: int = 40, V: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with ties in p/q, zeros in p and q, masses near 1e-12; q keeps >= 6 positive entries."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(V, 0.5), size=B)
+    q = rng.dirichlet(np.full(V, 0.5), size=B)
+    for b in range(B):
+        kind = b % 5
+        if kind == 0:
+            idx = rng.choice(V, 4, replace=False)
+            p[b, idx] = q[b, idx] * 0.7
+        elif kind == 1:
+            p[b, rng.choice(V, 4, replace=False)] = 0.0
+        elif kind == 2:
+            q[b, rng.choice(V, 4, replace=False)] = 0.0
+        elif kind == 3:
+            q[b, rng.integers(V)] = 1e-12
+            p[b, rng.integers(V)] = 1e-12
+        else:
+            q[b] = 1e-12 * rng.random(V)
+            q[b, rng.integers(V)] = 1.0
+    return p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
+
+
+def _realistic(B: int, V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zipf-like logits, softmax at temperature 0.7; the draft adds N(0, 1) noise to the logits."""
+    rng = np.random.default_rng(seed)
+    z = -np.log(np.arange(1, V + 1, dtype=np.float64))
+    Z = np.stack([rng.permutation(z) for _ in range(B)])
+    p = np.exp((Z - Z.max(1, keepdims=True)) / 0.7)
+    Zq = Z + rng.normal(0.0, 1.0, Z.shape)
+    q = np.exp((Zq - Zq.max(1, keepdims=True)) / 0.7)
+    return p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("scheme,n", CASES)
+def test_float64_equals_numpy(scheme, n):
+    """float64 torch = numpy within 1e-12, α* and the value of the returned set."""
+    p, q = _edge_batch(seed=n + len(scheme))
+    a_np, H_np = fast.alpha_star(p, q, n=n, scheme=scheme, return_set=True)
+    a_t, H_t = mt.alpha_star(
+        torch.from_numpy(p), torch.from_numpy(q), n=n, scheme=scheme, return_set=True
+    )
+    assert a_t.dtype == torch.float64 and H_t.dtype == torch.bool
+    assert np.max(np.abs(a_t.numpy() - a_np)) <= 1e-12
+    # the sets may differ inside ties of p/q, never in value: compare P(H) (T7 ties)
+    if scheme in ("greedy", "spechub", "single") or n == 1:
+        assert np.array_equal(H_t.numpy(), H_np)
+
+
+def test_float64_equals_numpy_large():
+    """One realistic batch at V = 32,000: every scheme within 1e-12 of numpy."""
+    p, q = _realistic(2, 32_000, seed=4)
+    for scheme, n in CASES:
+        a_np = fast.alpha_star(p, q, n=n, scheme=scheme)
+        a_t = mt.alpha_star(torch.from_numpy(p), torch.from_numpy(q), n=n, scheme=scheme)
+        assert np.max(np.abs(a_t.numpy() - a_np)) <= 1e-12, scheme
+
+
+@pytest.mark.parametrize("scheme,n", CASES)
+def test_float32_within_measured_bound(scheme, n):
+    """float32 vs float64 on realistic rows: within FLOAT32_BOUND (1e-5; observed <= 1e-6)."""
+    p, q = _realistic(2, 32_000, seed=5)
+    a64 = fast.alpha_star(p, q, n=n, scheme=scheme)
+    a32 = mt.alpha_star(
+        torch.from_numpy(p).float(), torch.from_numpy(q).float(), n=n, scheme=scheme
+    )
+    assert a32.dtype == torch.float32
+    err = np.max(np.abs(a32.double().numpy() - a64))
+    assert err <= mt.FLOAT32_BOUND, (scheme, n, err)
+
+
+def test_device_dtype_and_shapes_preserved():
+    p = torch.tensor([0.05, 0.05, 0.9], dtype=torch.float64)
+    q = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    a, H = mt.alpha_star(p, q, n=2, scheme="without", return_set=True)
+    assert a.shape == () and a.dtype == torch.float64 and a.device == p.device
+    assert H.shape == (3,) and H.dtype == torch.bool
+    assert abs(float(a) - 41 / 70) <= 1e-15  # exact: subset-selection brute force
+    a32 = mt.alpha_star(
+        p.float()[None].repeat(3, 1), q.float()[None].repeat(3, 1), n=2, scheme="without"
+    )
+    assert a32.shape == (3,) and a32.dtype == torch.float32
+    # numpy entry point hands tensors to the torch solver
+    assert isinstance(fast.alpha_star(p, q, n=2, scheme="with"), torch.Tensor)
+
+
+#: aten operators that copy data to the host (``.item()``, ``bool(t)``, boolean-mask indexing):
+#: on a GPU each is a host-device synchronisation.
+SYNC_OPS = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
+
+
+@pytest.mark.parametrize("scheme,n", [c for c in CASES if not (c[0] == "without" and c[1] >= 3)])
+def test_core_has_no_host_sync(scheme, n):
+    """The solver core dispatches no operator that reads device data on the host (any device).
+
+    A TorchDispatchMode records every aten operator of ``solve_rows``; the same operator list
+    runs on CUDA, so an empty intersection with SYNC_OPS means no synchronisation there.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Spy(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.add(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    p, q = _edge_batch(seed=3, B=5)
+    P, Q = torch.from_numpy(p), torch.from_numpy(q)
+    route = {"spechub": "greedy"}.get(scheme, scheme)
+    with Spy() as spy:
+        fast.solve_rows(P, Q, n, route, return_set=True)
+    assert "aten.sort" in spy.ops or route in ("greedy", "single") or n == 1
+    assert not spy.ops & SYNC_OPS, spy.ops & SYNC_OPS
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu():  # pragma: no cover - needs a GPU
+    p, q = _edge_batch(seed=9)
+    for scheme, n in CASES:
+        a_cpu = mt.alpha_star(torch.from_numpy(p), torch.from_numpy(q), n=n, scheme=scheme)
+        a_gpu = mt.alpha_star(
+            torch.from_numpy(p).cuda(), torch.from_numpy(q).cuda(), n=n, scheme=scheme
+        )
+        assert a_gpu.device.type == "cuda"
+        assert torch.max(torch.abs(a_gpu.cpu() - a_cpu)) <= 1e-12
+
+
+def test_bad_rows_are_named():
+    p, q = _edge_batch(seed=1, B=6)
+    P, Q = torch.from_numpy(p), torch.from_numpy(q)
+    bad = P.clone()
+    bad[4, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"p\[4\].*finite"):
+        mt.alpha_star(bad, Q, n=2, scheme="with")
+    bad = Q.clone()
+    bad[1] *= 2
+    with pytest.raises(ValueError, match=r"q\[1\].*normalise"):
+        mt.alpha_star(P, bad, n=2, scheme="with")
+    bad = Q.clone()
+    bad[5] = 0.0
+    bad[5, 0] = 1.0
+    with pytest.raises(ValueError, match=r"q\[5\].*n <= 1"):
+        mt.alpha_star(P, bad, n=2, scheme="conditional-poisson")
+    with pytest.raises(ValueError, match="dtype"):
+        mt.alpha_star(P.half(), Q.half(), n=2, scheme="with")
+    with pytest.raises(ValueError, match="dtype"):
+        mt.alpha_star(P, Q.float(), n=2, scheme="with")
+    # float32 rows use the float32 sum tolerance (1e-4)
+    P32 = P.float()
+    P32[0] *= 1 + 5e-5
+    mt.alpha_star(P32, Q.float(), n=2, scheme="with")
