@@ -112,7 +112,10 @@ def main() -> None:
     ap.add_argument("--B", type=int, nargs="*", default=None)
     ap.add_argument("--V", type=int, nargs="*", default=[32_000, 152_064])
     ap.add_argument("--dtypes", nargs="*", default=["float32", "float64"])
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (CPU)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     Bs = args.B or ([8, 64] if args.quick else [64, 1024])
     R = args.repeats or (3 if args.quick else 10)

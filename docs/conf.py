@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -128,3 +129,41 @@ def _write_api_pages() -> None:
 
 
 _write_api_pages()
+
+
+# -- prose bars in docstrings -------------------------------------------------------------
+# Docstrings write |S| (cardinality) and |a − b| (absolute value) in prose; reStructuredText
+# would read |...| as a substitution reference and fail the -W build.  Bars outside inline
+# literals/roles, math and literal blocks and doctest lines are escaped; math is untouched.
+_SPAN = re.compile(r"(:[\w:.-]+:`[^`]*`|``[^`]*``|`[^`]*`_?_?)")
+
+
+def _escape_bars(lines: list[str]) -> None:
+    block_indent: int | None = None
+    for k, line in enumerate(lines):
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if block_indent is not None:
+            if not stripped or indent > block_indent:
+                continue
+            block_indent = None
+        if stripped.startswith((">>>", "... ")) or stripped == "...":
+            continue
+        if stripped.startswith(".. "):  # a directive (math, code, note...): leave its body
+            block_indent = indent
+            continue
+        if "|" in line:
+            parts = _SPAN.split(line)
+            lines[k] = "".join(
+                p if j % 2 else re.sub(r"(?<!\\)\|", r"\\|", p) for j, p in enumerate(parts)
+            )
+        if line.rstrip().endswith("::"):  # a literal block follows
+            block_indent = indent
+
+
+def _process_docstring(app, what, name, obj, options, lines) -> None:  # noqa: ARG001
+    _escape_bars(lines)
+
+
+def setup(app) -> None:
+    app.connect("autodoc-process-docstring", _process_docstring, priority=400)

@@ -12,11 +12,11 @@ and the instance passes when the **spread** (largest minus smallest α* over the
 solved it) is at most ``tol`` and no method crashed.  T1 says the true values are equal, so the
 spread measures the numerical error of the worst method against the best.
 
-Which methods run
------------------
-By default: every installed method whose stated ``accuracy`` (its guaranteed absolute error on
-α*, see :class:`mdsd_ot.exact.Method`) is at most ``tol``.  A method that cannot promise ``tol``
-could legitimately fail the check, so it is left out and listed in
+Notes
+-----
+Which methods run.  By default: every installed method whose stated ``accuracy`` (its
+guaranteed absolute error on α*, see :class:`mdsd_ot.exact.Method`) is at most ``tol``.  A method
+that cannot promise ``tol`` could legitimately fail the check, so it is left out and listed in
 :attr:`CrosscheckReport.excluded` with the reason; name it in ``methods=`` (or loosen ``tol``) to
 run it anyway.  A method that declines an instance with a :class:`ValueError` (too large for it,
 or a draft law it does not handle) is reported under ``skipped`` for that instance, not as a
@@ -33,7 +33,9 @@ Examples
 
 from __future__ import annotations
 
+import sys
 import time
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -356,8 +358,14 @@ class InstanceReport:
         ``{method: message}`` for methods that crashed (counts as a failure).
     spread : float
         ``max(alpha.values()) - min(alpha.values())`` (0 when fewer than two methods ran).
+    certificate : dict or None
+        The exact certificate of optimality (:func:`mdsd_ot.exact.certificate.certify` of the
+        plan and set from :func:`~mdsd_ot.exact.certificate.optimal_plan`): ``ok``, ``kind``,
+        ``exact``, ``alpha`` and ``gap`` (rationals as strings); None when not requested or
+        when the instance is too large for it (then ``skipped["certify"]`` says why).
     ok : bool
-        No errors, at least one method ran, and ``spread <= tol``.
+        No errors, at least one method ran, ``spread <= tol``, and the certificate (if any)
+        holds with the exact α* the exact methods found.
     """
 
     instance: Instance
@@ -367,6 +375,7 @@ class InstanceReport:
     skipped: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     spread: float = 0.0
+    certificate: dict[str, Any] | None = None
     ok: bool = True
 
     def to_json(self) -> dict[str, Any]:
@@ -379,6 +388,8 @@ class InstanceReport:
         out["ok"] = bool(self.ok)
         if self.alpha_exact is not None:
             out["alpha_exact"] = str(self.alpha_exact)
+        if self.certificate is not None:
+            out["certificate"] = dict(self.certificate)
         if self.skipped:
             out["skipped"] = dict(self.skipped)
         if self.errors:
@@ -481,7 +492,38 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[0] if msg else ''}"
 
 
-def check_instance(inst: Instance, methods: Sequence[str], tol: float) -> InstanceReport:
+def _certify(rep: InstanceReport, tol: float) -> None:
+    """Build an optimal coupling and set, check them exactly, and compare with the methods."""
+    from .exact.certificate import certify, optimal_plan
+
+    inst = rep.instance
+    try:
+        C, H, a = optimal_plan(inst.p, inst.draft)
+        cert = certify(inst.p, inst.draft, C, H)
+    except ValueError as exc:  # too large for a dense exact plan
+        rep.skipped["certify"] = str(exc).strip().splitlines()[0]
+        return
+    except Exception as exc:  # a crash is a failure of the cross-check
+        rep.errors["certify"] = _one_line(exc)
+        return
+    rep.certificate = {
+        "ok": bool(cert.ok),
+        "kind": cert.kind,
+        "exact": bool(cert.exact),
+        "alpha": _fmt(a) if isinstance(a, Fraction) else float(a),
+        "gap": str(cert.gap),
+    }
+    if not cert.ok:
+        rep.errors["certify"] = f"certificate fails: {cert.reason}"
+    elif isinstance(a, Fraction) and rep.alpha_exact is not None and a != rep.alpha_exact:
+        rep.errors["certify"] = f"certified alpha {a} differs from exact alpha {rep.alpha_exact}"
+    elif rep.alpha and any(abs(float(a) - v) > tol for v in rep.alpha.values()):
+        rep.errors["certify"] = f"certified alpha {float(a)!r} is off a method's alpha by > tol"
+
+
+def check_instance(
+    inst: Instance, methods: Sequence[str], tol: float, certify: bool = True
+) -> InstanceReport:
     """Run ``methods`` on one instance and compare their α* (see :func:`crosscheck`)."""
     from .api import solve
 
@@ -509,6 +551,8 @@ def check_instance(inst: Instance, methods: Sequence[str], tol: float) -> Instan
                 )
             elif rep.alpha_exact is None:
                 rep.alpha_exact = Fraction(res.alpha_exact)
+    if certify:
+        _certify(rep, tol)
     vals = list(rep.alpha.values())
     rep.spread = float(max(vals) - min(vals)) if vals else 0.0
     rep.ok = bool(vals) and not rep.errors and rep.spread <= tol
@@ -534,6 +578,7 @@ def crosscheck(
     methods: Sequence[str] | None = None,
     tol: float = DEFAULT_TOL,
     *,
+    certify: bool = True,
     warmup: bool = True,
 ) -> CrosscheckReport:
     r"""Solve every instance with every method and check that their α* agree (T1).
@@ -549,6 +594,11 @@ def crosscheck(
         installed method whose stated accuracy is at most ``tol``).
     tol : float
         The largest allowed spread :math:`\max_m \alpha_m - \min_m \alpha_m` per instance.
+    certify : bool
+        Also build an optimal coupling and set (:func:`mdsd_ot.exact.certificate.optimal_plan`)
+        and check them with :func:`mdsd_ot.exact.certificate.certify`, in exact rationals for
+        rational instances; the certified α* must equal the exact methods' α* and lie within
+        ``tol`` of every method's.
     warmup : bool
         Solve one tiny instance with every method first, so that the reported times do not
         include one-off costs (lazy imports of POT or cvxpy, JIT caches).
@@ -556,7 +606,8 @@ def crosscheck(
     Returns
     -------
     CrosscheckReport
-        ``ok`` is True when every instance's spread is at most ``tol`` and no method crashed.
+        ``ok`` is True when every instance's spread is at most ``tol``, no method crashed, and
+        every certificate holds.
 
     Raises
     ------
@@ -583,7 +634,7 @@ def crosscheck(
         names, excluded = _check_methods(methods), {}
     if warmup:
         _warm_up(names)
-    reports = [check_instance(inst, names, tol) for inst in insts]
+    reports = [check_instance(inst, names, tol, certify) for inst in insts]
     return CrosscheckReport(
         ok=all(r.ok for r in reports),
         tolerance=float(tol),
@@ -592,3 +643,18 @@ def crosscheck(
         excluded=excluded,
         seconds=time.perf_counter() - t0,
     )
+
+
+class _CallableModule(types.ModuleType):
+    """``mdsd_ot.crosscheck`` names both this module and its main function.
+
+    Once the module is imported, Python binds the attribute ``mdsd_ot.crosscheck`` to the module
+    (not to the lazily re-exported function), so the module is made callable: calling it calls
+    :func:`crosscheck`.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> CrosscheckReport:
+        return crosscheck(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

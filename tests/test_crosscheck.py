@@ -95,6 +95,10 @@ def test_default_crosscheck_agrees_within_1e9(default_report):
         assert r.alpha_exact == _exact_alpha(r.instance.p, r.instance.draft)
         for m, a in r.alpha.items():
             assert abs(a - float(r.alpha_exact)) <= 1e-9, (r.instance.label, m)
+        # the exact certificate (weak duality in Fractions) holds with gap 0 at the exact α*
+        c = r.certificate
+        assert c is not None and c["ok"] and c["exact"] and c["gap"] == "0"
+        assert Fraction(c["alpha"]) == r.alpha_exact
 
 
 def test_default_methods_respect_the_tolerance(monkeypatch):
@@ -128,6 +132,23 @@ def test_forced_disagreement_fails(biased):
     assert crosscheck([inst], methods=["subset-exact", biased], tol=2e-6).ok
 
 
+def test_wrong_certificate_fails(monkeypatch):
+    """A plan/set pair that is not optimal must fail the check (weak duality gap > 0)."""
+    from mdsd_ot.exact import certificate
+
+    real = certificate.optimal_plan
+
+    def complement(p, draft, exact=None):
+        C, H, a = real(p, draft, exact)
+        return certificate.OptimalPlan(C, ~np.asarray(H), a)
+
+    monkeypatch.setattr(certificate, "optimal_plan", complement)
+    inst = builtin_instances()[1]  # α* = 29/36 < 1: the complement of H* is not optimal
+    rep = crosscheck([inst], methods=["subset-exact"])
+    assert not rep.ok and "certificate fails" in rep.instances[0].errors["certify"]
+    assert crosscheck([inst], methods=["subset-exact"], certify=False).ok
+
+
 def test_declining_method_is_skipped_and_crash_is_a_failure(monkeypatch):
     def declines(p, draft):
         raise ValueError("instance too large for test: needs 9 entries (limit 1)")
@@ -158,6 +179,16 @@ def test_instances_in_every_form_and_json():
     j = rep.to_json()
     assert json.loads(json.dumps(j)) == j
     assert j["instances"][0]["q"] == ["3/4", "1/4"] and j["instances"][0]["p"] == p
+
+
+def test_package_attribute_stays_callable():
+    """``mdsd_ot.crosscheck`` is both a module and the function; after the import both work."""
+    import mdsd_ot
+
+    inst = [(["1/2", "1/2"], drafts.WithReplacement(["3/4", "1/4"], 2))]
+    rep = mdsd_ot.crosscheck(inst, methods=["subset-exact"])
+    assert rep.ok and rep.instances[0].alpha_exact == Fraction(15, 16)
+    assert mdsd_ot.crosscheck.builtin_instances()[0].draft.scheme == "with"
 
 
 def test_random_instances_are_seeded_and_valid():
@@ -202,6 +233,7 @@ def test_cli_default_bank_json_schema():
         assert {"scheme", "n", "p", "alpha", "seconds", "spread"} <= set(inst)
         assert ("qs" in inst) or ("q" in inst) or ("table" in inst)
         assert inst["alpha"].keys() == inst["seconds"].keys() and len(inst["alpha"]) >= 2
+        assert inst["certificate"]["ok"] is True and inst["certificate"]["exact"] is True
         vals = list(inst["alpha"].values())
         assert inst["spread"] == pytest.approx(max(vals) - min(vals), abs=0)
         assert inst["spread"] <= 1e-9

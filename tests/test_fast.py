@@ -201,8 +201,16 @@ def test_draft_order_T8_and_conditional_poisson_T12():
     assert abs(a - (1 - 18 / 35)) <= 1e-15 and abs(b - (1 - 15 / 31)) <= 1e-15
 
 
-def test_batched_equals_row_by_row():
-    """(B, V) inputs give bitwise the same α* and H as one row at a time, every scheme."""
+@pytest.mark.parametrize("block", [2**18, 700])
+def test_batched_equals_row_by_row(block, monkeypatch):
+    """(B, V) inputs give the same α* and H as one row at a time, every scheme.
+
+    ``block=700`` forces the numpy path to solve blocks of 2 rows (V = 300), as it does for
+    (64, 152064) batches, so the block stitching is checked too.
+    """
+    import mdsd_ot.fast as fast_pkg
+
+    monkeypatch.setattr(fast_pkg, "NUMPY_BLOCK", block)
     rng = np.random.default_rng(11)
     B, V = 17, 300
     p = rng.dirichlet(np.ones(V) * 0.2, size=B)
@@ -218,6 +226,7 @@ def test_batched_equals_row_by_row():
         ("greedy", 3),
         ("single", 1),
         ("spechub", 2),
+        *([("without", 3)] if HAVE_WITHOUT_N3 else []),
     ]:
         a, H = alpha_star(p, q, n=n, scheme=scheme, return_set=True)
         assert a.shape == (B,) and H.shape == (B, V) and H.dtype == bool

@@ -97,7 +97,7 @@ def test_float_reference_matches_fractions():
     rng = np.random.default_rng(5)
     for n in (3, 4):
         for kind in (0, 2, 4):
-            q = _q(rng, 20, kind)
+            q = _q(rng, 14, kind)
             ex = exact_prefix_Q_without(q, n, exact=True)
             fl = exact_prefix_Q_without(q, n)
             assert max(abs(float(a - Fraction(b))) for a, b in zip(ex, fl, strict=True)) < 1e-15

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from fractions import Fraction
 from typing import Annotated, Any
 
 import numpy as np
@@ -131,6 +132,11 @@ def render_report(report: CrosscheckReport) -> None:
         rows: list[tuple[str, str, str]] = []
         for m, a in r.alpha.items():
             rows.append((m, _fmt_alpha(a), f"{1e3 * r.seconds[m]:.1f} ms"))
+        c = r.certificate
+        if c is not None:
+            mark = "[green]✓[/green]" if c["ok"] else "[red]✗[/red]"
+            how = "exact" if c["exact"] else "floats"
+            rows.append((f"certificate {mark}", _fmt_alpha(float(Fraction(c["alpha"]))), how))
         for m, why in r.skipped.items():
             rows.append((m, "[dim]skipped[/dim]", ""))
             notes.append(f"[dim]skipped: {m} on '{r.instance.label}': {why}[/dim]")
@@ -212,6 +218,13 @@ def register(app: typer.Typer) -> None:
         tol: Annotated[
             float, typer.Option("--tol", help="Largest allowed spread of α* over methods.")
         ] = DEFAULT_TOL,
+        certify: Annotated[
+            bool,
+            typer.Option(
+                "--certify/--no-certify",
+                help="Also check an optimal plan and set exactly (weak duality in Fractions).",
+            ),
+        ] = True,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
         """Solve instances with every exact formulation and check that α* agrees (T1)."""
@@ -234,7 +247,7 @@ def register(app: typer.Typer) -> None:
         names = None
         if methods is not None:
             names = [m.strip() for m in methods.split(",") if m.strip()]
-        report = crosscheck(instances, methods=names, tol=tol)
+        report = crosscheck(instances, methods=names, tol=tol, certify=certify)
         if as_json:
             typer.echo(json.dumps(report.to_json()))
         else:

@@ -60,7 +60,9 @@ def _print_table(report: dict[str, Any]) -> None:
         f"{report['positions']} position(s) (mean ± s.e.)"
     )
     for col in ("T", "draft law", "α*", "verifier", "acceptance", "gap", "how"):
-        table.add_column(col, justify="right" if col in ("T", "α*", "acceptance", "gap") else "left")
+        table.add_column(
+            col, justify="right" if col in ("T", "α*", "acceptance", "gap") else "left"
+        )
     last = None
     for r in table_rows(report):
         T = "as given" if r["temperature"] is None else f"{r['temperature']:g}"
@@ -131,7 +133,8 @@ def register(app: typer.Typer) -> None:
     @bad_input_exits_2
     def gap_cmd(
         p_file: Annotated[
-            str | None, typer.Option("--p-file", help="Targets: .npy/.json of shape (V,) or (m, V).")
+            str | None,
+            typer.Option("--p-file", help="Targets: .npy/.json of shape (V,) or (m, V)."),
         ] = None,
         q_file: Annotated[
             str | None, typer.Option("--q-file", help="Draft models q, same shape as --p-file.")
@@ -158,11 +161,15 @@ def register(app: typer.Typer) -> None:
         samples: Annotated[
             int, typer.Option("--samples", help="Draft tuples per position when simulating.")
         ] = 2000,
-        seed: Annotated[int, typer.Option("--seed", help="Seed (synthetic family, simulation).")] = 0,
+        seed: Annotated[
+            int, typer.Option("--seed", help="Seed (synthetic family, simulation).")
+        ] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
         plot: Annotated[
             str | None,
-            typer.Option("--plot", help="Write acceptance vs temperature to this PNG (matplotlib)."),
+            typer.Option(
+                "--plot", help="Write acceptance vs temperature to this PNG (matplotlib)."
+            ),
         ] = None,
     ) -> None:
         """α* per draft law and each verifier's acceptance and gap, averaged over positions."""
@@ -178,9 +185,7 @@ def register(app: typer.Typer) -> None:
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
-                raise ValueError(
-                    "--plot: needs matplotlib; pip install 'mdsd-ot[plot]'"
-                ) from None
+                raise ValueError("--plot: needs matplotlib; pip install 'mdsd-ot[plot]'") from None
         m = 1 if P.ndim == 1 else P.shape[0]
         total = m * len(temps)
         report = _run(P, Q, n, temps, logits, samples, seed, meta, total)

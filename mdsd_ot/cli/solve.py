@@ -2,9 +2,10 @@
 
 ``--plan FILE`` writes the transport plan of methods that yield one: a dense plan (shape
 ``(V,) + (V,)*n``, ``plan[i, ī]`` = mass moved from target token i to draft tuple ī) as ``.npy``
-(float64) or ``.json`` (nested lists, exact rationals as ``"a/b"`` strings); a sparse plan of the
-set-reduced form (``{(i, S): mass}``) as ``.json``:
-``{"format": "sparse", "entries": [{"i": i, "S": [...], "mass": m}, ...]}``.
+(float64) or ``.json`` (nested lists, exact rationals as ``"a/b"`` strings); a sparse plan
+(``{(i, ī): mass}`` from the max-flow forms, ``{(i, S): mass}`` from the set-reduced form) as
+``.json``: ``{"format": "sparse", "entries": [{"i": i, "tuple": [...], "mass": m}, ...]}`` with
+``"S"`` (the set of drafted tokens) in place of ``"tuple"`` for set-reduced plans.
 """
 
 from __future__ import annotations
@@ -60,13 +61,15 @@ def write_plan(plan: Any, path: str | Path, method: str = "") -> Path:
     if isinstance(plan, Mapping):
         if path.suffix == ".npy":
             raise ValueError(
-                f"--plan: method {method!r} returns a sparse plan {{(i, S): mass}}; "
+                f"--plan: method {method!r} returns a sparse plan {{(i, key): mass}}; "
                 "write it to a .json file"
             )
         entries = []
         for key, mass in plan.items():
             if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int | np.integer):
-                entries.append({"i": int(key[0]), "S": _jsonable(key[1]), "mass": _jsonable(mass)})
+                # (i, draft tuple) for full forms, (i, frozenset S) for the set-reduced form
+                name = "S" if isinstance(key[1], frozenset | set) else "tuple"
+                entries.append({"i": int(key[0]), name: _jsonable(key[1]), "mass": _jsonable(mass)})
             else:
                 entries.append({"key": _jsonable(key), "mass": _jsonable(mass)})
         path.write_text(json.dumps({"format": "sparse", "method": method, "entries": entries}))

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _validate as V_
-from ..drafts import DraftLaw
+from ..drafts import DraftLaw, Vector
 from ._common import register, timed
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "complete_dense",
     "repair_matching",
     "certify_flows",
+    "certified_status",
     "b_matching",
     "new_highs",
     "solve_highs_lp",
@@ -177,7 +178,7 @@ def best_level_set(
     >>> from mdsd_ot.drafts import WithReplacement
     >>> g = draft_graph(WithReplacement([0.75, 0.25], 1))
     >>> best_level_set(np.array([0.5, 0.5]), g, np.array([0.0, 1.0]))
-    (array([False,  True]), 0.75)
+    (array([ True, False]), 0.75)
     """
     s = np.round(np.asarray(scores, dtype=np.float64), decimals)
     V = graph.V
@@ -362,6 +363,11 @@ def repair_matching(
     return _shrink(p, graph, x + delta)
 
 
+def certified_status(gap: float) -> str:
+    """``"optimal"`` when the certified gap is within :data:`GAP_TOL`, else says how large."""
+    return "optimal" if gap <= GAP_TOL else f"optimal (certified gap {gap:.2g})"
+
+
 def certify_flows(
     p: np.ndarray, graph: DraftGraph, x: np.ndarray, scores: np.ndarray
 ) -> tuple[np.ndarray, float, np.ndarray, float]:
@@ -447,8 +453,21 @@ _ATTEMPTS: tuple[dict[str, Any], ...] = (
 _MIP_ATTEMPTS: tuple[dict[str, Any], ...] = ({"presolve": "off"}, {})
 
 
-def solve_highs_lp(lp, *, tol: float = LP_TOL, mip: bool = False, attempts=None):
+def solve_highs_lp(lp, *, tol: float = LP_TOL, mip: bool = False, attempts=None, basis: Any = None):
     """Solve ``lp`` with HiGHS, retrying without presolve if it does not report optimal.
+
+    Parameters
+    ----------
+    lp : highspy.HighsLp
+        The model (see :func:`highs_lp`).
+    tol : float
+        Primal and dual feasibility tolerance.
+    mip : bool
+        Solve as an integer program (zero gap tolerances).
+    attempts : sequence of dict, optional
+        HiGHS option sets tried in turn (defaults per LP / MIP).
+    basis : highspy.HighsBasis, optional
+        A starting basis; when given, a first attempt runs the primal simplex from it.
 
     Returns
     -------
@@ -466,8 +485,11 @@ def solve_highs_lp(lp, *, tol: float = LP_TOL, mip: bool = False, attempts=None)
 
     if attempts is None:
         attempts = _MIP_ATTEMPTS if mip else _ATTEMPTS
+    runs = [(dict(opts), None) for opts in attempts]
+    if basis is not None:
+        runs.insert(0, ({"simplex_strategy": 4}, basis))
     tried = []
-    for opts in attempts:
+    for opts, start in runs:
         extra = dict(opts)
         if mip:
             extra.pop("solver", None)
@@ -475,9 +497,12 @@ def solve_highs_lp(lp, *, tol: float = LP_TOL, mip: bool = False, attempts=None)
             extra.update(mip_rel_gap=0.0, mip_abs_gap=1e-13, mip_feasibility_tolerance=tol)
         h = new_highs(tol, **extra)
         h.passModel(lp)
+        if start is not None:
+            h.setBasis(start)
         h.run()
         status = h.getModelStatus()
-        tried.append(f"{opts or 'default'}: {h.modelStatusToString(status)}")
+        label = ("warm " if start is not None else "") + (str(opts) if opts else "default")
+        tried.append(f"{label}: {h.modelStatusToString(status)}")
         if status == highspy.HighsModelStatus.kOptimal:
             return h, tried
     raise RuntimeError(f"HiGHS found no optimal solution; attempts: {'; '.join(tried)}")
@@ -519,11 +544,9 @@ def b_matching(p: Any, draft: DraftLaw) -> dict[str, Any]:
     >>> from mdsd_ot.drafts import WithReplacement
     >>> out = b_matching([0.5, 0.5], WithReplacement([0.75, 0.25], 2))
     >>> round(out["alpha"], 12), out["H"].tolist()
-    (0.9375, [True, True])
+    (0.9375, [True, False])
     """
-    from ..drafts import Vector
-
-    pv = p.float if isinstance(p, Vector) else V_.prob_vector(p, "p")
+    pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
     check_graph_size(draft, MAX_EDGES, "the b-matching LP (9)")
     g = draft_graph(draft)
     V, K, E = g.V, g.K, len(g.edge_i)
@@ -568,7 +591,7 @@ def _solve_bmatching(p, draft):
         pv = p.float
         # the full coupling (Lemma 1); above DENSE_PLAN_MAX use complete_plan on info["matched"]
         plan = g.dense_plan(complete_dense(pv, g, out["x"])) if g.wants_dense() else None
-    status = "optimal" if out["gap"] <= GAP_TOL else f"optimal (certified gap {out['gap']:.2g})"
+    status = certified_status(out["gap"])
     return dict(
         alpha=out["alpha"],
         H=out["H"],

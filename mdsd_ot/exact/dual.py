@@ -21,9 +21,9 @@ import scipy.sparse as sp
 from ..drafts import DraftLaw, Vector
 from ._common import register, timed
 from .bmatching import (
-    GAP_TOL,
     DraftGraph,
     best_level_set,
+    certified_status,
     check_graph_size,
     draft_graph,
     highs_lp,
@@ -92,7 +92,7 @@ def w_vertex_cover(p: Any, draft: DraftLaw, integer: bool = False) -> dict[str, 
     >>> from mdsd_ot.drafts import WithReplacement
     >>> out = w_vertex_cover([0.5, 0.5], WithReplacement([0.75, 0.25], 1))
     >>> round(out["value"], 12), out["y"].tolist(), out["integral"]
-    (0.75, [0.0, 1.0], True)
+    (0.75, [1.0, 0.0], True)
     """
     pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
     check_graph_size(draft, MAX_EDGES_DUAL, "the w-vertex-cover dual (10)")
@@ -139,7 +139,7 @@ def _solve_dual(p, draft):
         alpha=value,
         H=H,
         duals={"y": lp["y"], "z": lp["z"]},
-        status="optimal" if gap <= GAP_TOL else f"optimal (certified gap {gap:.2g})",
+        status=certified_status(gap),
         seconds=t.seconds,
         info={
             "lp": lp["value"],

@@ -29,9 +29,11 @@ them with token sets in place of tuples):
     finer, each solve the max-flow of the residual network quantised at the current unit
     (residual capacities capped at 2^30 units, which does not change its max-flow value).  After
     each pass the capacity of the cut found bounds what is left exactly; the loop stops when
-    that bound is 0, so the result is the exact max flow of the 2^-60-grid instance.  The stated
-    accuracy (per result) is ``(V + T)·2^-60`` for the grid plus the float error of the tuple
-    weights, ``4(n + 1)·2^-53``; registered as ``1e-10`` for every size the method accepts.
+    that bound is 0, so the result is the exact max flow of the 2^-60-grid instance (a pass at
+    unit 1 always ends with bound 0).  The stated accuracy (per result, ``accuracy``) is
+    ``(V + T)·2^-60`` for the grid, plus the bound of :func:`tuple_weights` on the float error
+    of the T tuple weights, plus 2^-52 for p (α* is 1-Lipschitz in every capacity); registered
+    as ``1e-10``, which it stays below for every size the method accepts.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ __all__ = [
     "bipartite_maxflow_scipy",
     "tuple_weights",
     "tuple_flow",
+    "sequential_without",
+    "complement_sums",
+    "to_float_down",
     "FINE_BITS",
     "MAX_TUPLES_EXACT",
     "MAX_TUPLES_SCIPY",
@@ -164,7 +169,7 @@ def bipartite_maxflow_exact(
     --------
     >>> v, f, H = bipartite_maxflow_exact([Fraction(1, 2)] * 2, [Fraction(1)], [(0, 0)])
     >>> v, H.tolist()
-    (Fraction(1, 2), [False, True])
+    (Fraction(1, 2), [True, False])
     """
     import networkx as nx
     from networkx.algorithms.flow import preflow_push
@@ -241,7 +246,7 @@ def bipartite_maxflow_scipy(
     >>> v, f, H, info = bipartite_maxflow_scipy(
     ...     np.array([0.5, 0.5]), np.array([1.0]), np.array([0]), np.array([0]))
     >>> v / 2**60, H.tolist()
-    (0.5, [False, True])
+    (0.5, [True, False])
     """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import breadth_first_order, maximum_flow
@@ -249,44 +254,45 @@ def bipartite_maxflow_scipy(
     L, M, E = len(left), len(right), len(edge_left)
     N = L + M + 2
     s, k = L + M, L + M + 1
+    el = np.asarray(edge_left, np.int64)
+    er = np.asarray(edge_right, np.int64)
+    sorted_ = E < 2 or bool(np.all((np.diff(er) > 0) | ((np.diff(er) == 0) & (np.diff(el) > 0))))
+    perm = None if sorted_ else np.lexsort((el, er))
+    if perm is not None:
+        el, er = el[perm], er[perm]
     # every edge (u -> v) with its fine capacity; the reverse entry (v -> u) carries the flow
-    u = np.concatenate([np.full(L, s), np.asarray(edge_left, np.int64), L + np.arange(M)])
-    v = np.concatenate([np.arange(L), L + np.asarray(edge_right, np.int64), np.full(M, k)])
+    u = np.concatenate([np.full(L, s), el, L + np.arange(M)])
+    v = np.concatenate([np.arange(L), L + er, np.full(M, k)])
     c = np.concatenate([_fine(left), np.full(E, _INF, np.int64), _fine(right)])
     f = np.zeros_like(c)
-    rows = np.concatenate([u, v])
-    cols = np.concatenate([v, u])
-    order = np.lexsort((cols, rows))
-    indices = cols[order].astype(np.int32)
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
-    # position of each entry in CSR order
-    indptr32 = indptr.astype(np.int32)
-    pos = np.empty_like(order)
-    pos[order] = np.arange(len(order))
-    nE = len(u)
+    indices, indptr32, pos_f, pos_b = _csr_layout(L, M, el, er)
+    nnz = 2 * len(u)
     unit = 2 ** (FINE_BITS - 30)
     units = []
     while True:
         units.append(unit)
         fw = np.minimum((c - f) // unit, _CAP)
         bw = np.minimum(f // unit, _CAP)
-        data = np.concatenate([fw, bw])[order].astype(np.int32)
+        data = np.empty(nnz, dtype=np.int32)
+        data[pos_f] = fw
+        data[pos_b] = bw
         g = sp.csr_matrix((data, indices, indptr32), shape=(N, N))
         res = maximum_flow(g, s, k)
         F = res.flow.tocsr()
-        if F.nnz == g.nnz and np.array_equal(F.indptr, g.indptr) and np.array_equal(
-            F.indices, g.indices
+        if (
+            F.nnz == g.nnz
+            and np.array_equal(F.indptr, g.indptr)
+            and np.array_equal(F.indices, g.indices)
         ):
             fdata = np.asarray(F.data, dtype=np.int64)
-        else:  # pragma: no cover - scipy changed the layout of the returned flow
-            fdata = np.asarray(F[rows[order], cols[order]], dtype=np.int64).ravel()
-        d = fdata[pos[:nE]]  # net flow added on each edge u -> v, in units
+        else:  # another layout (e.g. explicit zeros dropped): read the net flows by position
+            fdata = np.zeros(nnz, dtype=np.int64)
+            fdata[pos_f] = np.asarray(F[u, v], dtype=np.int64).ravel()
+            fdata[pos_b] = -fdata[pos_f]
+        d = fdata[pos_f]  # net flow added on each edge u -> v, in units
         f = f + d * unit
         resid = data.astype(np.int64) - fdata
-        R = sp.csr_matrix(
-            ((resid > 0).astype(np.int8), indices, indptr32), shape=(N, N), copy=True
-        )
+        R = sp.csr_matrix(((resid > 0).astype(np.int8), indices, indptr32), shape=(N, N), copy=True)
         R.eliminate_zeros()  # in place: hence copy=True above (indices is shared)
         reach = np.zeros(N, dtype=bool)
         reach[breadth_first_order(R, s, directed=True, return_predecessors=False)] = True
@@ -294,12 +300,51 @@ def bipartite_maxflow_scipy(
         cross_b = reach[v] & ~reach[u]
         # exact capacity left across the cut found: an upper bound on the flow still missing
         gap = int((c - f)[cross_f].sum()) + int(f[cross_b].sum())
-        if gap == 0 or unit == 1:
+        if gap == 0:
             break
-        unit = 1 if gap <= _CAP else 1 << math.ceil(math.log2(gap / _CAP))
+        # smallest power of two with unit * CAP >= gap: capping residuals at CAP units then
+        # keeps the residual max-flow (some max flow carries at most `gap` on every edge)
+        unit = 1 << ((gap - 1) // _CAP).bit_length()
+        if len(units) > 16:  # pragma: no cover - each pass shrinks the unit by >= 2^(30-log2 E)
+            raise RuntimeError("maxflow-scipy: refinement did not converge")
     value = int(f[:L].sum())
     info = {"passes": len(units), "units_log2": [int(x).bit_length() - 1 for x in units]}
-    return value, f[L : L + E], ~reach[:L], info
+    flow = f[L : L + E]
+    if perm is not None:
+        flow = flow[np.argsort(perm)]
+    return value, flow, ~reach[:L], info
+
+
+def _csr_layout(L: int, M: int, el: np.ndarray, er: np.ndarray):
+    """CSR structure of the network with both directions of every edge, without a global sort.
+
+    Node order: tokens 0..L-1, right nodes L..L+M-1, source L+M, sink L+M+1.  Edges (el, er)
+    must be sorted by (er, el).  Rows: token i = [i -> right nodes (ascending), i -> source];
+    right r = [r -> its tokens (ascending), r -> sink]; source = [tokens]; sink = [right nodes].
+    Returns (indices, indptr, positions of the forward entries, positions of the reverse
+    entries), the edge list being [source -> i, el -> er, r -> sink].
+    """
+    E = len(el)
+    deg_t = np.bincount(el, minlength=L)
+    deg_r = np.bincount(er, minlength=M)
+    sizes = np.concatenate([deg_t + 1, deg_r + 1, [L, M]])
+    indptr = np.zeros(L + M + 3, dtype=np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    st_t, st_r, st_s, st_k = indptr[:L], indptr[L : L + M], indptr[L + M], indptr[L + M + 1]
+    off_t = np.concatenate([[0], np.cumsum(deg_t)[:-1]]) if L else deg_t
+    off_r = np.concatenate([[0], np.cumsum(deg_r)[:-1]]) if M else deg_r
+    key = el.astype(np.int16) if L < 2**15 else el
+    byt = np.argsort(key, kind="stable")  # token-major, right index ascending within a token
+    pe_f = np.empty(E, dtype=np.int64)
+    pe_f[byt] = st_t[el[byt]] + np.arange(E) - off_t[el[byt]]
+    pe_b = st_r[er] + np.arange(E) - off_r[er]
+    ar_L, ar_M = np.arange(L), np.arange(M)
+    pos_f = np.concatenate([st_s + ar_L, pe_f, st_r + deg_r])
+    pos_b = np.concatenate([st_t + deg_t, pe_b, st_k + ar_M])
+    indices = np.empty(2 * (L + E + M), dtype=np.int32)
+    indices[pos_f] = np.concatenate([ar_L, L + er, np.full(M, L + M + 1)])
+    indices[pos_b] = np.concatenate([np.full(L, L + M), el, L + ar_M])
+    return indices, indptr.astype(np.int32), pos_f, pos_b
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,13 +368,81 @@ def _distinct_rows(t: np.ndarray) -> np.ndarray:
     return ok
 
 
-def tuple_weights(draft: DraftLaw) -> tuple[np.ndarray, np.ndarray]:
+def complement_sums(q: np.ndarray, P: np.ndarray) -> np.ndarray:
+    r"""Σ_{x ∉ P_k} q(x) for each row P_k of distinct tokens, accurate to relative 2(V + k)ε.
+
+    Computing 1 − Σ_{x∈P} q(x) cancels catastrophically when P holds almost all the mass (and
+    float q sums to 1 only within a few ulps).  Instead, with q sorted ascending and C its
+    cumulative sums, the complement is a union of at most |P| + 1 ranges of the sorted order;
+    each range sum C[b] − C[a] is accurate to relative 2bε because its largest element is the
+    largest of the first b values.
+
+    Examples
+    --------
+    >>> complement_sums(np.array([0.5, 0.3, 0.2]), np.array([[0], [2]]))
+    array([0.5, 0.8])
+    """
+    q = np.asarray(q, dtype=np.float64)
+    V = len(q)
+    order = np.argsort(q, kind="stable")
+    rank = np.empty(V, dtype=np.int64)
+    rank[order] = np.arange(V)
+    C = np.concatenate([[0.0], np.cumsum(q[order])])
+    r = np.sort(rank[np.asarray(P, dtype=np.int64)], axis=1)
+    K, k = r.shape
+    lo = np.concatenate([np.zeros((K, 1), np.int64), r + 1], axis=1)  # range starts
+    hi = np.concatenate([r, np.full((K, 1), V, np.int64)], axis=1)  # range ends (exclusive)
+    return np.sum(np.maximum(C[hi] - C[lo], 0.0), axis=1)
+
+
+def sequential_without(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Sequential without-replacement probabilities of ordered distinct tuples, with error bounds.
+
+    .. math::
+
+       p(\bar i) = \prod_{j} \frac{q(\bar i_j)}{r_{j}}, \qquad
+       r_j = \sum_{x \notin \{\bar i_1, \dots, \bar i_{j-1}\}} q(x)
+           = 1 - \sum_{l<j} q(\bar i_l).
+
+    In floats :math:`r_j` is the complement sum (:func:`complement_sums`, no cancellation), so
+    each probability is accurate to relative :math:`(2n + 2n(V + n))\epsilon`; the second value
+    returned is that bound times the probability.  Works on object arrays of Fractions too
+    (exact; the error bound is then 0).
+
+    Examples
+    --------
+    >>> w, err = sequential_without(np.array([0.5, 0.3, 0.2]), np.array([[0, 1]]))
+    >>> round(float(w[0]), 12), bool(err[0] < 1e-14)
+    (0.3, True)
+    """
+    exact = q.dtype == object
+    K, n = t.shape
+    if exact:
+        one = Fraction(1)
+        w = np.full(K, one, dtype=object)
+        rem = np.full(K, one, dtype=object)
+        for j in range(n):
+            qj = q[t[:, j]]
+            w = w * qj / rem
+            rem = rem - qj
+        return w, np.zeros(K)
+    w = np.ones(K)
+    for j in range(n):
+        qj = q[t[:, j]]
+        rem = complement_sums(q, t[:, :j]) if j else np.full(K, float(np.sum(q)))
+        w = w * qj / np.maximum(rem, qj)
+    V = len(q)
+    return w, w * (2 * n + 2 * n * (V + n)) * 2.0**-53
+
+
+def tuple_weights(draft: DraftLaw, *, with_error: bool = False):
     r"""The support of p_draft in floats: (tuples (T, n) int64, weights (T,) float64).
 
     Vectorised for the with-replacement, product, without-replacement and conditional-Poisson
     laws (:math:`\prod_j q(\bar i_j)`, :math:`\prod_j q_j(\bar i_j)`,
-    :math:`\prod_j q(\bar i_j)/(1 - \sum_{l<j} q(\bar i_l))`, :math:`\prod_j q(\bar i_j)/(n!\,e_n(q))`);
-    other laws go through ``joint_items``.
+    :func:`sequential_without`, :math:`\prod_j q(\bar i_j)/(n!\,e_n(q))`); other laws go through
+    ``joint_items``.  With ``with_error=True`` a third value bounds
+    :math:`\sum_{\bar i} |w_{float}(\bar i) - w(\bar i)|`.
 
     Examples
     --------
@@ -340,6 +453,7 @@ def tuple_weights(draft: DraftLaw) -> tuple[np.ndarray, np.ndarray]:
     """
     n = draft.n
     scheme = draft.scheme
+    eps = 2.0**-53
     if scheme in ("with", "without", "conditional-poisson", "product"):
         qs = draft.qs if scheme == "product" else [draft.q] * n
         sup = np.flatnonzero(np.any(np.stack(qs) > 0, axis=0))
@@ -347,44 +461,44 @@ def tuple_weights(draft: DraftLaw) -> tuple[np.ndarray, np.ndarray]:
         t = _grid(sup, n)
         if scheme in ("without", "conditional-poisson"):
             t = t[_distinct_rows(t)]
-        w = np.ones(len(t))
         if scheme == "without":
-            q = draft.q
-            used = np.zeros(len(t))
-            for j in range(n):
-                qj = q[t[:, j]]
-                w *= qj / np.maximum(1.0 - used, qj)
-                used += qj
+            w, e = sequential_without(draft.q, t)
+            err = float(e.sum())
         else:
+            w = np.ones(len(t))
             for j in range(n):
                 w *= qs[j][t[:, j]]
+            err = (n + 1) * eps
             if scheme == "conditional-poisson":
                 from ..drafts import elementary_symmetric
 
                 en = elementary_symmetric([float(x) for x in draft.q], n)[n]
                 w /= en * math.factorial(n)
+                err = (3 * n + 2 * len(sup) + 2) * eps  # e_n: positive sums and products
         keep = w > 0
-        return t[keep], w[keep]
-    items = draft.joint_items(exact=False)
-    V_.check_size(len(items), MAX_TUPLES_SCIPY, f"the draft tuples of {draft!r}", _HINT)
-    t = np.array(list(items.keys()), dtype=np.int64).reshape(len(items), n)
-    return t, np.array([float(x) for x in items.values()])
+        out = t[keep], w[keep]
+    else:
+        items = draft.joint_items(exact=False)
+        V_.check_size(len(items), MAX_TUPLES_SCIPY, f"the draft tuples of {draft!r}", _HINT)
+        t = np.array(list(items.keys()), dtype=np.int64).reshape(len(items), n)
+        out = t, np.array([float(x) for x in items.values()])
+        # a few float operations per entry; an explicit table was renormalised by its float sum
+        # (numpy's pairwise summation: error <= (128 + log2 K) eps)
+        err = (n + 4 + 128 + math.log2(len(items) + 1)) * eps
+    # float q (or table) vs the exact rationals it denotes (renormalised by their exact sum)
+    err += (n + 1) * (draft.V + 1) * eps
+    return (*out, err) if with_error else out
 
 
 _HINT = "use method='reduced' (token sets instead of tuples) or method='fast'"
 
 
 def _tuple_edges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges (token, tuple index) for each distinct token of each tuple."""
-    el, er = [], []
-    ar = np.arange(len(t))
-    for j in range(t.shape[1]):
-        first = np.ones(len(t), dtype=bool)
-        for l in range(j):
-            first &= t[:, j] != t[:, l]
-        el.append(t[first, j])
-        er.append(ar[first])
-    return np.concatenate(el), np.concatenate(er)
+    """Edges (token, tuple index), one per distinct token of each tuple, sorted by (tuple, token)."""
+    ts = np.sort(t, axis=1)
+    first = np.ones(ts.shape, dtype=bool)
+    first[:, 1:] = ts[:, 1:] != ts[:, :-1]
+    return ts[first], np.repeat(np.arange(len(t)), t.shape[1])[first.ravel()]
 
 
 def _pvector(p: Any, draft: DraftLaw) -> Vector:
@@ -417,14 +531,16 @@ def tuple_flow(p: Any, draft: DraftLaw, *, exact: bool = True) -> dict[str, Any]
     --------
     >>> from mdsd_ot.drafts import WithReplacement
     >>> r = tuple_flow(["1/2", "1/2"], WithReplacement(["3/4", "1/4"], 2))
-    >>> r["alpha_exact"], r["H"].tolist()
-    (Fraction(15, 16), [False, True])
+    >>> r["alpha_exact"], r["H"].tolist()  # H = {0}: P(H) + 1 - Q(H) = 1/2 + 1 - 9/16
+    (Fraction(15, 16), [True, False])
     """
     pv = _pvector(p, draft)
     n, Vv = draft.n, draft.V
     if exact:
+        hint = _HINT + " or 'maxflow-scipy'"
+        what = "the exact max-flow (networkx; draft tuples)"
+        V_.check_size(draft._support_size_bound(), MAX_TUPLES_EXACT, what, hint)
         items = draft.joint_items(exact=True)
-        V_.check_size(len(items), MAX_TUPLES_EXACT, "the exact max-flow (networkx)", _HINT + " or 'maxflow-scipy'")
         tuples = list(items)
         edges = [(i, r) for r, t in enumerate(tuples) for i in sorted(set(t))]
         value, flow, H = bipartite_maxflow_exact(pv.exact, list(items.values()), edges)
@@ -448,25 +564,31 @@ def tuple_flow(p: Any, draft: DraftLaw, *, exact: bool = True) -> dict[str, Any]
             accuracy=0.0,
             info={"tuples": len(tuples), "edges": len(edges), "cut_value": cut},
         )
-    t, w = tuple_weights(draft)
+    t, w, werr = tuple_weights(draft, with_error=True)
     el, er = _tuple_edges(t)
     value, fl, H, info = bipartite_maxflow_scipy(pv.float, w, el, er)
     alpha = value / 2.0**FINE_BITS
-    accuracy = (Vv + len(w)) * 2.0**-FINE_BITS + 4 * (n + 1) * 2.0**-53
+    # alpha is 1-Lipschitz in the capacities (L1): grid floor + float error of w and of p
+    accuracy = (Vv + len(w)) * 2.0**-FINE_BITS + werr + 2.0**-52
     P = float(pv.float[H].sum())
     Q = float(w[np.all(H[t], axis=1)].sum())
     pos = fl > 0
-    # round each flow down onto 53 bits so no float sum exceeds its capacity in exact terms
-    mass = np.array([_down(int(x)) for x in fl[pos]], dtype=np.float64)
+    mass = to_float_down(fl[pos])
     plan = SparsePlan(el[pos], t[er[pos]], mass, kind="tuple")
     info.update(tuples=len(w), edges=len(el), cut_value=P + 1.0 - Q)
     return dict(alpha=alpha, H=H, plan=plan, accuracy=accuracy, info=info)
 
 
-def _down(x: int) -> float:
-    """x · 2^-60 rounded toward zero to a float."""
-    extra = max(0, x.bit_length() - 53)
-    return ((x >> extra) << extra) / 2.0**FINE_BITS
+def to_float_down(x: np.ndarray) -> np.ndarray:
+    """Grid values x (int64, units 2^-60, x >= 0) as floats rounded toward zero.
+
+    Rounding down keeps every float sum of a plan's flows within its capacity in exact terms.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    xf = x.astype(np.float64)
+    up = xf.astype(np.int64) > x  # float rounded up (possible above 2^53)
+    xf[up] = np.nextafter(xf[up], 0.0)
+    return xf * 2.0**-FINE_BITS
 
 
 @register("maxflow", accuracy=0.0, exact=True)

@@ -11,8 +11,10 @@ optimum: a tuple of probability 0 carries no mass):
 Numerics (architecture.md, "Known traps"):
 
 - the two equality blocks have one redundant row (both sum to 1); it is dropped, since HiGHS
-  presolve can call the balanced system infeasible on tiny masses (HiGHS issue 2511), and the
-  solve is retried without presolve should it still not report optimal;
+  presolve can call the balanced system infeasible on tiny masses (HiGHS issue 2511);
+- the primal simplex starts from a least-cost spanning-tree basis (:func:`crash_basis`;
+  ~25x fewer iterations at V = 16, n = 3); should that run not end optimal, cold solves with
+  presolve, without presolve, and by interior point follow (``info["attempts"]``);
 - HiGHS runs with feasibility tolerances :data:`~mdsd_ot.exact.bmatching.LP_TOL` (1e-10,
   its minimum); even so its values can miss the marginals by ~1e-9 and its objective α*
   by ~5e-10.  So the reported α is P(H) + 1 − Q(H) for the best level set H of the token
@@ -35,8 +37,8 @@ import scipy.sparse as sp
 from ..drafts import DraftLaw, Vector
 from ._common import register, timed
 from .bmatching import (
-    GAP_TOL,
     DraftGraph,
+    certified_status,
     certify_flows,
     check_graph_size,
     complete_dense,
@@ -51,8 +53,6 @@ __all__ = ["transport_lp", "transport_problem", "MAX_VARIABLES", "MAX_VARIABLES_
 MAX_VARIABLES: int = 2**21
 #: Same for the cvxpy model (slower to build and solve).
 MAX_VARIABLES_CVXPY: int = 2**18
-
-_HINT = "use method='fast' (q-convex laws) or method='reduced' (the set-reduced flow)"
 
 
 def _check(draft: DraftLaw, limit: int, what: str) -> None:
@@ -74,6 +74,62 @@ def transport_matrix(graph: DraftGraph, drop_last: bool = True) -> sp.csc_matrix
     cols = np.concatenate([col, col[keep]])
     m = V + K - 1 if drop_last else V + K
     return sp.csc_matrix((np.ones(len(rows)), (rows, cols)), shape=(m, nv))
+
+
+def crash_basis(p: np.ndarray, graph: DraftGraph):
+    r"""A starting basis for (7): a spanning tree of V + K − 1 cells, matching edges first.
+
+    The classical least-cost rule of the transportation simplex: cells are visited edges
+    (i ∈ ī, objective 1) first, largest min(p(i), p_draft(ī)) first, then the north-west corner
+    on what is left; each visited cell gets min(residual row, residual column) and retires
+    exactly one line, so the V + K − 1 cells form a spanning tree (a basis, primal feasible).
+    The primal simplex from it takes ~250 iterations at V = 16, n = 3 instead of ~6,000 cold.
+    """
+    import highspy
+
+    V, K = graph.V, graph.K
+    r, s = p.astype(np.float64).copy(), graph.w.copy()
+    row_on, col_on = [True] * V, [True] * K
+    live = [V, K]  # rows and columns not yet retired
+    basic: list[int] = []
+
+    def visit(i: int, k: int) -> None:
+        x = min(r[i], s[k])
+        r[i] -= x
+        s[k] -= x
+        basic.append(i * K + k)
+        if (r[i] <= s[k] and live[0] > 1) or live[1] == 1:
+            row_on[i] = False
+            live[0] -= 1
+        else:
+            col_on[k] = False
+            live[1] -= 1
+
+    order = np.argsort(-np.minimum(p[graph.edge_i], graph.w[graph.edge_k]), kind="stable")
+    for i, k in zip(graph.edge_i[order].tolist(), graph.edge_k[order].tolist(), strict=True):
+        if live[0] + live[1] <= 1:
+            break
+        if row_on[i] and col_on[k]:
+            visit(i, k)
+    rows = [i for i in range(V) if row_on[i]]
+    cols = [k for k in range(K) if col_on[k]]
+    a = b = 0
+    while live[0] + live[1] > 1:
+        i, k = rows[a], cols[b]
+        visit(i, k)
+        if row_on[i]:
+            b += 1
+        else:
+            a += 1
+    if len(basic) != V + K - 1:  # pragma: no cover - the rule above always yields a tree
+        return None
+    B = highspy.HighsBasis()
+    status = np.full(V * K, highspy.HighsBasisStatus.kLower, dtype=object)
+    status[basic] = highspy.HighsBasisStatus.kBasic
+    B.col_status = status.tolist()
+    B.row_status = [highspy.HighsBasisStatus.kLower] * (V + K - 1)
+    B.valid = True
+    return B
 
 
 def transport_lp(p: Any, draft: DraftLaw) -> dict[str, Any]:
@@ -107,7 +163,7 @@ def transport_lp(p: Any, draft: DraftLaw) -> dict[str, Any]:
     A = transport_matrix(g)
     rhs = np.concatenate([pv, g.w[:-1]])
     lp = highs_lp(g.match_matrix().ravel(), A, rhs, rhs, maximize=True)
-    h, tried = solve_highs_lp(lp)
+    h, tried = solve_highs_lp(lp, basis=crash_basis(pv, g))
     sol = h.getSolution()
     C = np.asarray(sol.col_value, dtype=np.float64).reshape(V, K)
     duals = np.asarray(sol.row_dual, dtype=np.float64)
@@ -142,10 +198,6 @@ def _plan_fields(p: np.ndarray, g: DraftGraph, x: np.ndarray, u: np.ndarray, v: 
     return None, {"u": u, "v": v}, {"plan_coo": sp.coo_matrix(C)}
 
 
-def _status(gap: float) -> str:
-    return "optimal" if gap <= GAP_TOL else f"optimal (certified gap {gap:.2g})"
-
-
 @register("primal", accuracy=1e-9)
 def _solve_primal(p, draft):
     """Transport LP (7) over Σ × supp(p_draft) through highspy (sparse, tightened tolerances)."""
@@ -158,7 +210,7 @@ def _solve_primal(p, draft):
         H=out["H"],
         plan=plan,
         duals=duals,
-        status=_status(out["gap"]),
+        status=certified_status(out["gap"]),
         seconds=t.seconds,
         info={
             "objective": out["objective"],
@@ -191,7 +243,7 @@ def transport_problem(p: Any, draft: DraftLaw):
     >>> prob = transport_problem([0.5, 0.5], WithReplacement([0.75, 0.25], 2))
     >>> prob.variables()[0].shape, len(prob.constraints)
     ((2, 4), 2)
-    >>> round(prob.solve(solver="CLARABEL"), 6)
+    >>> round(float(prob.solve(solver="CLARABEL")), 6)
     0.9375
     >>> prob.constraints[0].dual_value.shape
     (2,)
@@ -296,7 +348,7 @@ def _solve_primal_cvxpy(p, draft):
         H=H,
         plan=plan,
         duals=duals,
-        status=_status(gap),
+        status=certified_status(gap),
         seconds=t.seconds,
         info={
             "objective": float(prob.value),

@@ -48,6 +48,27 @@ def solve_rows(p: Any, q: Any, n: int, scheme: str, return_set: bool = False):
     >>> a.tolist(), H, err
     ([0.9375], None, 0.0)
     """
+    B, V = p.shape
+    rows = max(1, NUMPY_BLOCK // V)
+    if B > rows and not bk.is_torch(p):
+        # numpy: blocks of rows that stay in cache (about 2x faster per row than one pass over a
+        # (64, 152064) batch, whose temporaries stream from memory); torch runs the whole batch.
+        parts = [
+            _solve_block(p[i : i + rows], q[i : i + rows], n, scheme, return_set)
+            for i in range(0, B, rows)
+        ]
+        alpha = np.concatenate([a for a, _, _ in parts])
+        H = np.concatenate([h for _, h, _ in parts]) if return_set else None
+        err = np.concatenate([np.broadcast_to(np.asarray(e, float), a.shape) for a, _, e in parts])
+        return alpha, H, err
+    return _solve_block(p, q, n, scheme, return_set)
+
+
+#: numpy inputs are solved in blocks of about this many entries (at least one row).
+NUMPY_BLOCK = 2**18
+
+
+def _solve_block(p: Any, q: Any, n: int, scheme: str, return_set: bool):
     if scheme == "single" or n == 1:
         alpha, H = single(p, q, return_set)
         return alpha, H, 0.0

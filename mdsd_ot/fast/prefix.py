@@ -94,7 +94,8 @@ def prefix_Q_without2(qs: Any) -> Any:
     :math:`\delta = 1 - q(a)` computed as the mass of the other tokens (relative accuracy
     :math:`\varepsilon`), and every other token has :math:`1 - q(i) \ge 1/2`.  The remaining sum
     :math:`q(H) S' - R'` (:math:`S' = \sum q/(1-q)`, :math:`R' = \sum q^2/(1-q)` over
-    :math:`H \setminus a`) has terms bounded by 2, so the absolute error stays :math:`O(V\varepsilon)`.
+    :math:`H \setminus a`, and :math:`R' = S' - q(H\setminus a)`) has terms bounded by 2, so the
+    absolute error stays :math:`O(V\varepsilon)`.
 
     Parameters
     ----------
@@ -119,13 +120,14 @@ def prefix_Q_without2(qs: Any) -> Any:
     w = 1.0 - qz  # >= 1/2 off a
     w **= -1
     w *= qz  # q/(1-q) off a, 0 at a
-    R = bk.cumsum(qz * w)  # sum of q^2/(1-q) over H_k minus a
-    S = bk.cumsum(w)  # sum of q/(1-q) over H_k minus a
+    S = bk.cumsum(w)  # S' = sum of q/(1-q) over H_k minus a  (<= 2 q(H_k minus a))
     c = bk.cumsum(qz)  # q(H_k minus a)
     delta = c[..., -1:] / total  # 1 - q(a), to relative accuracy eps
+    # off a: sum q (q(H) - q)/(1-q) = c S' - R' with R' = sum q^2/(1-q) = S' - c; with S' <= 2c
+    # the difference c - (1 - c) S' loses at most a few eps absolutely
     out = c * S
-    out -= R
-    del R
+    out -= S
+    out += c
     c /= delta
     c += S
     c *= q_a

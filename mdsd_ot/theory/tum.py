@@ -58,7 +58,7 @@ __all__ = [
 
 #: Work units (column subsets visited + determinants) the ``auto`` method spends on the
 #: exhaustive search before falling back to CMR (or random minors).
-EXHAUSTIVE_BUDGET: int = 200_000
+EXHAUSTIVE_BUDGET: int = 50_000
 
 
 @dataclass(frozen=True)

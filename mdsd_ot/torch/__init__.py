@@ -24,8 +24,10 @@ from ..fast._check import check_array, check_scheme_n
 
 __all__ = ["alpha_star", "FLOAT32_BOUND"]
 
-#: Measured bound on |α*_float32 − α*_float64| used by the tests: 1e-5 for V up to 152,064
-#: (observed maximum about 2e-6 on CPU; see tests/test_torch.py and benchmarks/torch_gpu.py).
+#: Bound on |α*_float32 − α*_float64| checked by the tests: 1e-5.  Measured on CPU (sequential
+#: float32 prefix sums, the worst case for rounding) over realistic rows (Zipf-like logits,
+#: temperature 0.7, noise 0.5-1.5) and flat Dirichlet rows at V = 32,000 and 152,064, every
+#: scheme: at most 9e-7 (not yet measured on a GPU, whose scans sum in another order).
 FLOAT32_BOUND: float = 1e-5
 
 

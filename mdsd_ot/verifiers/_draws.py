@@ -35,7 +35,9 @@ def _without(q: np.ndarray, n: int, g: np.random.Generator, size: int) -> np.nda
         for r in todo:  # rare: explicit draw from q without the earlier drafts
             w = q.copy()
             w[out[r, :j]] = 0.0
-            out[r, j] = int(np.minimum(np.searchsorted(np.cumsum(w), g.random() * w.sum(), "right"), V - 1))
+            out[r, j] = int(
+                np.minimum(np.searchsorted(np.cumsum(w), g.random() * w.sum(), "right"), V - 1)
+            )
     return out
 
 

@@ -146,6 +146,7 @@ def gap_report(
     optimal_max_v: int = 8,
     progress: Callable[[int], None] | None = None,
     meta: dict[str, Any] | None = None,
+    keep_values: bool = False,
 ) -> dict[str, Any]:
     r"""α*, verifier acceptance and gap per draft law, averaged over positions, per temperature.
 
@@ -168,6 +169,9 @@ def gap_report(
         Called with 1 after each (temperature, position).
     meta : dict, optional
         Extra fields copied into the report (e.g. the synthetic family's parameters).
+    keep_values : bool
+        Also keep the per-position values (``alpha_values`` per law, ``values`` per verifier),
+        e.g. for paired comparisons between verifiers.
 
     Returns
     -------
@@ -180,7 +184,7 @@ def gap_report(
     --------
     >>> rep = gap_report([[0.5, 0.3, 0.2]], [[0.2, 0.3, 0.5]], 2)
     >>> [(r["law"], [v["name"] for v in r["verifiers"]]) for r in rep["results"]][:2]
-    [('with', ['rrs-with', 'k-seq']), ('without', ['rrs-without'])]
+    [('with', ['rrs-with', 'k-seq', 'optimal']), ('without', ['rrs-without', 'optimal'])]
     """
     n = V_.check_n(n)
     A = np.asarray(P, dtype=np.float64)
@@ -189,8 +193,7 @@ def gap_report(
         A, B = A[None, :], B[None, :]
     if A.shape != B.shape or A.ndim != 2:
         raise ValueError(
-            f"q: target and draft rows must have the same shape (m, V), got {A.shape} and "
-            f"{B.shape}"
+            f"q: target and draft rows must have the same shape (m, V), got {A.shape} and {B.shape}"
         )
     if not logits:
         A, B = V_.prob_batch(A, "p"), V_.prob_batch(B, "q")
@@ -249,14 +252,15 @@ def gap_report(
                     None if a is None or c is None else a - c
                     for a, c in zip(alist, accs, strict=True)
                 ]
-                rows.append(
-                    {
-                        "name": x,
-                        "method": method,
-                        "acceptance": _stat(accs, se1),
-                        "gap": _stat(gaps, se1),
-                    }
-                )
+                row = {
+                    "name": x,
+                    "method": method,
+                    "acceptance": _stat(accs, se1),
+                    "gap": _stat(gaps, se1),
+                }
+                if keep_values:
+                    row["values"] = accs
+                rows.append(row)
             results.append(
                 {
                     "temperature": T,
@@ -264,6 +268,7 @@ def gap_report(
                     "alpha_star": _stat(alist),
                     "alpha_method": amethod,
                     "verifiers": rows,
+                    **({"alpha_values": alist} if keep_values else {}),
                     **({"skipped": skipped[scheme]} if scheme in skipped else {}),
                 }
             )

@@ -10,8 +10,9 @@ remaining probability :math:`1 - \sum_{i\in S} f(i, S)/w_S` it outputs a draw fr
 
 Its output law is :math:`\sum_S f(\cdot, S) + (1 - \sum f)\, r = p` and its acceptance is at least
 the flow value, α* (T11); it cannot exceed α*.  The plan comes from
-``mdsd_ot.solve(p, draft, method="reduced")`` (``Result.plan = {(i, frozenset S): flow}``); the
-weights :math:`w_S` are recomputed here from ``draft.joint_items`` (exactly for rational laws).
+``mdsd_ot.solve(p, draft, method="reduced")`` (``Result.plan``, a mapping
+``{(i, frozenset S): flow}``, and ``Result.info["weights"]``, ``{S: w_S}``); in exact mode the
+weights are recomputed from ``draft.joint_items`` in Fractions.
 A float plan is first *repaired* into a feasible sub-flow (negative entries dropped, then each
 set and each token scaled down to its capacity), so the verifier is exactly lossless even when the
 LP solver's flow is feasible only to its tolerance; its acceptance is then α* to that tolerance.
@@ -20,6 +21,7 @@ LP solver's flow is feasible only to its tolerance; its acceptance is then α* t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -85,13 +87,9 @@ class Optimal(Verifier):
     Examples
     --------
     >>> from mdsd_ot.drafts import WithReplacement
-    >>> import mdsd_ot.exact as ex
-    >>> if "reduced" in ex.METHODS:
-    ...     law, acc = Optimal(WithReplacement(["1/2", "1/2"], 2)).exact(["3/4", "1/4"])
-    ...     print(round(float(acc), 9))
-    ... else:
-    ...     print(0.9375)
-    0.9375
+    >>> law, acc = Optimal(WithReplacement(["3/4", "1/4"], 2)).exact(["1/2", "1/2"])
+    >>> [str(x) for x in law], acc  # α* = 15/16 (the example of mdsd_ot.solve)
+    (['1/2', '1/2'], Fraction(15, 16))
     """
 
     name = "optimal"
@@ -106,8 +104,8 @@ class Optimal(Verifier):
     def bind(self, draft: DraftLaw) -> Optimal:
         return type(self)(draft, method=self.method)
 
-    def plan(self, p: Any, draft: DraftLaw) -> dict[tuple[int, frozenset], Any]:
-        """The set-reduced plan ``{(i, S): flow}`` of ``mdsd_ot.solve(p, draft, method)``."""
+    def solve(self, p: Any, draft: DraftLaw) -> Any:
+        """The :class:`~mdsd_ot.result.Result` of ``mdsd_ot.solve(p, draft, method)``."""
         from .. import exact as _exact
         from ..api import solve
 
@@ -118,17 +116,25 @@ class Optimal(Verifier):
                 f"{', '.join(sorted(_exact.METHODS))}"
             )
         res = solve(p, draft, method=self.method)
-        if not isinstance(res.plan, dict):
+        if not isinstance(res.plan, Mapping):
             raise ValueError(
                 f"method: {self.method!r} returned no set-reduced plan {{(i, S): flow}}; use "
                 "method='reduced'"
             )
-        return res.plan
+        return res
+
+    def plan(self, p: Any, draft: DraftLaw) -> Mapping:
+        """The set-reduced plan ``{(i, S): flow}`` of ``mdsd_ot.solve(p, draft, method)``."""
+        return self.solve(p, draft).plan
 
     def _setup(self, p, draft, exact):
-        pin = [str(x) for x in p] if exact else p
-        f = repaired_flow(self.plan(pin, draft), p, set_weights(draft, exact), exact)
-        w = set_weights(draft, exact)
+        res = self.solve([str(x) for x in p] if exact else p, draft)
+        w = res.info.get("weights") if isinstance(res.info, dict) else None
+        if exact or not isinstance(w, Mapping):
+            w = set_weights(draft, exact)  # exact weights from the joint law (small V)
+        else:
+            w = {frozenset(S): float(x) for S, x in w.items()}
+        f = repaired_flow(res.plan, p, w, exact)
         zero = zero_of(exact)
         used = [zero] * len(p)
         for row in f.values():
@@ -136,8 +142,8 @@ class Optimal(Verifier):
                 used[i] += v
         num = [max(pi - ui, zero) for pi, ui in zip(p, used, strict=True)]
         s = sum(num, zero)
-        res = [x / s for x in num] if s > 0 else list(p)
-        return f, w, res
+        res_law = [x / s for x in num] if s > 0 else list(p)
+        return f, w, res_law
 
     def _given(self, ctx, tup):
         f, w, res = ctx

@@ -39,13 +39,22 @@ enumeration (small V) or estimated by simulation.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ._base import Verifier, add, inverse_cdf, pos_part_normalised, zero_of
+from ._base import Verifier, add, pos_part_normalised, zero_of
 
 __all__ = ["RRSWith", "RRSWithout", "ResidualFamily"]
+
+
+#: Below this, 1 - q(D) is recomputed as a sum over the remaining tokens (no cancellation).
+_CANCEL = 1e-4
+
+
+def _mass_without(q: np.ndarray) -> np.ndarray:
+    """:math:`\\sum_{y \\ne x} q(y)` for every x, from prefix and suffix sums (no cancellation)."""
+    pre = np.concatenate([[0.0], np.cumsum(q)[:-1]])
+    suf = np.concatenate([np.cumsum(q[::-1])[::-1][1:], [0.0]])
+    return pre + suf
 
 
 class ResidualFamily:
@@ -116,7 +125,7 @@ class _RRS(Verifier):
             if self.replacement:
                 qj = q
             else:
-                s = 1 - sum((q[y] for y in used), zero)
+                s = sum((q[y] for y in range(len(q)) if y not in used), zero)  # 1 - q(D_j)
                 qj = [zero if y in used else q[y] / s for y in range(len(q))]
             b = min(1, r[x] / qj[x])
             add(out, x, stay * b)
@@ -139,7 +148,12 @@ class _RRS(Verifier):
         live = np.ones(B, dtype=bool)
         for j in range(n):
             x = t[:, j]
-            s = 1.0 - used_q if not self.replacement else np.ones(B)
+            if self.replacement:
+                s = np.ones(B)
+            else:
+                s = 1.0 - used_q
+                for row in np.flatnonzero(live & (s < _CANCEL)):  # rare: q(D_j) close to 1
+                    s[row] = np.delete(q, t[row, :j]).sum()
             Fc = fam.F(c)
             with np.errstate(divide="ignore", invalid="ignore"):
                 r_x = np.where(Fc > 0, fam.value(c, x) / Fc, 0.0)
@@ -231,11 +245,10 @@ class RRSWithout(_RRS):
         fam = ResidualFamily(r2, qv)
         rej = np.maximum(qv - pv, 0.0)  # Pr[first draft = x and rejected]
         xs = np.flatnonzero(rej > 0)
-        s = 1.0 - qv[xs]
+        s = _mass_without(qv)[xs]  # 1 - q(x) without cancellation
         inv = 1.0 / s
         k = fam.support_size(inv)  # tokens with r2/q > 1/s contribute q/s
         head_q = fam.cumQ[k]
         head_r = fam.cumP[k]
         A2 = (1.0 - head_r) + head_q * inv
         return float(1.0 - F1 + np.dot(rej[xs], A2))
-

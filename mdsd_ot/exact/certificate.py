@@ -1,0 +1,386 @@
+r"""Exact certificates of optimality: a plan and a set H checked in rational arithmetic.
+
+Weak duality between the transport LP (7) (or the b-matching LP (9), or the set-reduced flow)
+and subset selection (8): for every feasible plan C and every H ⊆ Σ,
+
+.. math::
+
+   \sum_i \sum_{\bar i \ni i} C(i, \bar i) \;\le\; \alpha^* \;\le\; P(H) + 1 - Q(H),
+
+because a token i ∉ H accepted on a tuple ī must come from a tuple that leaves H, and the mass
+of those is 1 − Q(H).  So a feasible plan whose value **equals** P(H) + 1 − Q(H) proves that
+both are optimal (T1: the forms share their optimum).  :func:`certify` checks exactly that, in
+Fractions: plan ≥ 0, its marginals, which pairs carry mass, and primal = dual.
+
+:func:`optimal_plan` builds such a pair: the max-flow matching (:mod:`.maxflow`) completed to a
+full coupling with marginals exactly p and p_draft (Lemma 1, :func:`.bmatching.complete_plan`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from numbers import Rational
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _validate as V_
+from ..drafts import DraftLaw, Vector, _mask
+from .bmatching import complete_plan
+from .maxflow import tuple_flow, tuple_weights
+from .reduced import set_weights
+
+__all__ = ["Certificate", "certify", "optimal_plan", "OptimalPlan", "DEFAULT_TOL", "DENSE_MAX"]
+
+#: Tolerance applied when the plan or the inputs are floats (the cross-check's default).
+DEFAULT_TOL: float = 1e-9
+#: Largest dense plan (V^{n+1} entries) :func:`optimal_plan` builds (object arrays when exact).
+DENSE_MAX: dict[bool, int] = {True: 2**20, False: 2**26}
+
+
+@dataclass(frozen=True)
+class Certificate:
+    r"""The outcome of :func:`certify`.
+
+    Attributes
+    ----------
+    ok : bool
+        The plan is feasible (within ``tolerance``) and its value equals the dual value.
+    kind : str
+        What the plan was checked as: ``"coupling"`` (LP (7): marginals equal p and p_draft),
+        ``"matching"`` (LP (9): mass only on pairs i ∈ ī, marginals at most p and p_draft) or
+        ``"reduced"`` (set-reduced flow: pairs i ∈ S, marginals at most p and w_S).
+    primal_value : Fraction
+        :math:`\sum_{i \in \bar i} C(i, \bar i)` (exact value of the given numbers).
+    dual_value : Fraction
+        :math:`P(H) + 1 - Q(H)`.
+    gap : Fraction
+        ``dual_value - primal_value`` (≥ 0 for a feasible plan, by weak duality).
+    row_error, col_error : Fraction
+        Coupling: the largest :math:`|\text{marginal} - \text{target}|` over tokens / tuples.
+        Matching and reduced: the largest excess of a marginal over its capacity (0 if none).
+    negative_mass : Fraction
+        Minus the most negative entry (0 if none).
+    off_edge_mass : Fraction
+        Matching and reduced: total |mass| on pairs with i ∉ ī (resp. i ∉ S); 0 for couplings.
+    exact : bool
+        True when p, the law and the plan were all exact rationals and the tolerance is 0.
+    tolerance : float
+        The slack allowed on every check (0 when exact).
+    reason : str
+        One line: why the certificate holds or the first check that failed.
+    """
+
+    ok: bool
+    kind: str
+    primal_value: Fraction
+    dual_value: Fraction
+    gap: Fraction
+    row_error: Fraction
+    col_error: Fraction
+    negative_mass: Fraction
+    off_edge_mass: Fraction
+    exact: bool
+    tolerance: float
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _frac(x: Any, where: str) -> tuple[Fraction, bool]:
+    """Exact value of one plan entry and whether it was given as an exact rational."""
+    if isinstance(x, Rational) and not isinstance(x, bool):
+        return Fraction(x), True
+    try:
+        v = float(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"plan: entry {where} is not a number ({x!r})") from exc
+    if not np.isfinite(v):
+        raise ValueError(f"plan: entry {where} is {v}; plan entries must be finite")
+    return Fraction(v), False
+
+
+def _parse_plan(plan: Any, V: int, n: int) -> tuple[dict, str, bool]:
+    """plan -> ({(i, key): Fraction}, 'tuple' | 'set', all entries exact)."""
+    out: dict = {}
+    exact = True
+    if isinstance(plan, np.ndarray):
+        if plan.shape != (V,) + (V,) * n:
+            raise ValueError(
+                f"plan: a dense plan must have shape {(V,) + (V,) * n} (token, then the n "
+                f"drafts), got {plan.shape}"
+            )
+        if plan.dtype == object:
+            idx = [k for k, v in np.ndenumerate(plan) if v != 0]
+        else:
+            if not np.all(np.isfinite(plan)):
+                raise ValueError("plan: has NaN or infinite entries; plan entries must be finite")
+            idx = list(zip(*np.nonzero(plan), strict=True))
+        for k in idx:
+            v, e = _frac(plan[k], str(tuple(int(j) for j in k)))
+            exact &= e
+            out[(int(k[0]), tuple(int(j) for j in k[1:]))] = v
+        if plan.dtype != object:
+            exact = False
+        return out, "tuple", exact
+    if not isinstance(plan, Mapping):
+        raise ValueError(
+            "plan: give a dense (V,)+(V,)*n array or a mapping {(i, tuple): mass} / "
+            f"{{(i, frozenset S): mass}}, got {type(plan).__name__}"
+        )
+    kinds = set()
+    for key, m in plan.items():
+        try:
+            i, t = key
+            i = int(i)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"plan: key {key!r} is not a pair (token, tuple or set)") from exc
+        if not 0 <= i < V:
+            raise ValueError(f"plan: token {i} in key {key!r} is outside [0, {V})")
+        if isinstance(t, frozenset | set):
+            kinds.add("set")
+            t = frozenset(int(j) for j in t)
+            if not 1 <= len(t) <= n or any(not 0 <= j < V for j in t):
+                raise ValueError(f"plan: set {sorted(t)} must hold 1..{n} tokens of [0, {V})")
+        else:
+            kinds.add("tuple")
+            t = tuple(int(j) for j in t)
+            if len(t) != n or any(not 0 <= j < V for j in t):
+                raise ValueError(f"plan: tuple {t} must hold {n} tokens of [0, {V})")
+        v, e = _frac(m, repr(key))
+        exact &= e
+        if v:
+            out[(i, t)] = out.get((i, t), Fraction(0)) + v
+    if len(kinds) > 1:
+        raise ValueError("plan: mixes tuple keys and set keys; give one kind")
+    return out, (kinds.pop() if kinds else "tuple"), exact
+
+
+def certify(
+    p: Any,
+    draft: DraftLaw,
+    plan: Any,
+    H: Any,
+    *,
+    kind: str = "auto",
+    tol: float | None = None,
+) -> Certificate:
+    r"""Check in exact rationals that ``plan`` and ``H`` are optimal (weak duality, T1).
+
+    .. math::
+
+       \text{primal} = \sum_{i \in \bar i} C(i, \bar i) \;=\; P(H) + 1 - Q(H) = \text{dual}
+
+    with C feasible: C ≥ 0 and either (``"coupling"``) row sums = p and column sums =
+    p_draft, or (``"matching"``) mass only on pairs i ∈ ī with row sums ≤ p and column sums ≤
+    p_draft, or (``"reduced"``, keys (i, frozenset S)) mass only on i ∈ S with row sums ≤ p
+    and set sums ≤ w_S.  All sums are exact Fractions; float inputs and float plans are read
+    exactly (every float is a dyadic rational) and checked against ``tol``.
+
+    Parameters
+    ----------
+    p : (V,) array_like or Vector
+        Target distribution.
+    draft : DraftLaw
+        The draft law.
+    plan : ndarray or mapping
+        A dense ``(V,)+(V,)*n`` array (token first, then the draft tuple; floats or an object
+        array of Fractions), a mapping ``{(i, tuple): mass}``, or a set-reduced mapping
+        ``{(i, frozenset S): mass}`` (e.g. the ``plan`` of methods ``"maxflow"``,
+        ``"reduced"``, or :func:`optimal_plan`).
+    H : (V,) bool array or iterable of int
+        The claimed optimal set.
+    kind : {"auto", "coupling", "matching", "reduced"}
+        ``"auto"``: ``"reduced"`` for set keys, else ``"coupling"`` when the plan's total mass
+        is 1 (within tol), else ``"matching"``.
+    tol : float, optional
+        Slack on every check.  Default 0 when p, the law and the plan are all exact
+        rationals, else :data:`DEFAULT_TOL`.
+
+    Returns
+    -------
+    Certificate
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> d = WithReplacement(["3/4", "1/4"], 1)
+    >>> C = {(0, (0,)): F(1, 2), (1, (0,)): F(1, 4), (1, (1,)): F(1, 4)}
+    >>> c = certify(["1/2", "1/2"], d, C, [0])
+    >>> c.ok, c.kind, c.primal_value, c.exact
+    (True, 'coupling', Fraction(3, 4), True)
+    >>> certify(["1/2", "1/2"], d, C, [1]).reason
+    'not optimal: primal value 3/4 < dual value P(H) + 1 - Q(H) = 5/4 (gap 1/2)'
+    """
+    pv = p if isinstance(p, Vector) else Vector(p, "p")
+    V, n = draft.V, draft.n
+    V_.check_same_length(pv.float, np.empty(V), "p", "draft (its vocabulary)")
+    entries, key_kind, plan_exact = _parse_plan(plan, V, n)
+    exact = pv.rational and draft.rational and plan_exact
+    tolerance = float(tol) if tol is not None else (0.0 if exact else DEFAULT_TOL)
+    if tolerance < 0:
+        raise ValueError(f"tol: must be >= 0, got {tol}")
+    exact = exact and tolerance == 0.0
+    T = Fraction(tolerance)
+    if kind not in ("auto", "coupling", "matching", "reduced"):
+        raise ValueError(f"kind: must be 'auto', 'coupling', 'matching' or 'reduced', got {kind!r}")
+    if key_kind == "set":
+        if kind not in ("auto", "reduced"):
+            raise ValueError(
+                f"kind: a plan keyed by (i, frozenset S) is a reduced plan, not {kind!r}"
+            )
+        kind = "reduced"
+    elif kind == "reduced":
+        raise ValueError("kind: 'reduced' needs a plan keyed by (i, frozenset S)")
+    zero = Fraction(0)
+    if kind == "auto":
+        total = sum(entries.values(), zero)
+        kind = "coupling" if abs(total - 1) <= T else "matching"
+
+    pe = pv.exact
+    caps = set_weights(draft, exact=True) if kind == "reduced" else draft.joint_items(exact=True)
+    rows = [zero] * V
+    cols: dict = {}
+    primal = zero
+    off_edge = zero
+    negative = zero
+    for (i, t), m in entries.items():
+        if m < 0:
+            negative = max(negative, -m)
+        rows[i] += m
+        cols[t] = cols.get(t, zero) + m
+        if i in t:
+            primal += m
+        else:
+            off_edge += abs(m)
+    if kind == "coupling":
+        off_edge = zero
+        row_err = max((abs(rows[i] - pe[i]) for i in range(V)), default=zero)
+        col_err = max(
+            (abs(cols.get(t, zero) - caps.get(t, zero)) for t in set(cols) | set(caps)),
+            default=zero,
+        )
+    else:
+        row_err = max([zero] + [rows[i] - pe[i] for i in range(V)])
+        col_err = max([zero] + [c - caps.get(t, zero) for t, c in cols.items()])
+
+    Hm = _mask(H, V)
+    dual = sum((pe[i] for i in np.flatnonzero(Hm)), zero) + 1 - draft.Q(Hm, exact=True)
+    gap = dual - primal
+    what = {"coupling": "p_draft", "matching": "p_draft", "reduced": "w_S"}[kind]
+    if negative > T:
+        reason = f"infeasible: an entry is negative ({-negative})"
+    elif off_edge > T:
+        pairs = "i not in S" if kind == "reduced" else "i not in the tuple"
+        reason = f"infeasible for the {kind} form: mass {off_edge} on pairs with {pairs}"
+    elif row_err > T:
+        rel = "differ from" if kind == "coupling" else "exceed"
+        reason = f"infeasible: token marginals {rel} p by up to {row_err}"
+    elif col_err > T:
+        rel = "differ from" if kind == "coupling" else "exceed"
+        reason = f"infeasible: draft marginals {rel} {what} by up to {col_err}"
+    elif abs(gap) > T:
+        reason = (
+            f"not optimal: primal value {primal} {'<' if gap > 0 else '>'} dual value "
+            f"P(H) + 1 - Q(H) = {dual} (gap {gap})"
+        )
+    else:
+        reason = f"optimal: feasible {kind} plan with value {primal} = P(H) + 1 - Q(H)" + (
+            "" if exact else f" within tolerance {tolerance:g}"
+        )
+    ok = reason.startswith("optimal")
+    return Certificate(
+        ok=ok,
+        kind=kind,
+        primal_value=primal,
+        dual_value=dual,
+        gap=gap,
+        row_error=row_err,
+        col_error=col_err,
+        negative_mass=negative,
+        off_edge_mass=off_edge,
+        exact=exact,
+        tolerance=tolerance,
+        reason=reason,
+    )
+
+
+class OptimalPlan(NamedTuple):
+    """A full optimal coupling, an optimal set, and α* (see :func:`optimal_plan`)."""
+
+    plan: np.ndarray
+    H: np.ndarray
+    alpha: Any
+
+
+def optimal_plan(p: Any, draft: DraftLaw, exact: bool | None = None) -> OptimalPlan:
+    r"""A full coupling C of p and p_draft that attains α*, with an optimal set H.
+
+    The max-flow of :mod:`.maxflow` gives a maximum b-matching M (value α*) and, from its
+    minimum cut, H.  Lemma 1 completes M with the unmatched mass,
+
+    .. math::
+
+       C(i, \bar i) = M(i, \bar i) + r_i\, s_{\bar i} / (1 - \alpha^*),
+
+    (r, s the row and column residuals; :func:`.bmatching.complete_plan`), so the marginals
+    are exactly p and p_draft and the value stays α*.
+
+    Parameters
+    ----------
+    p : (V,) array_like or Vector
+        Target distribution.
+    draft : DraftLaw
+        The draft law.
+    exact : bool, optional
+        Fractions (object array) via the exact networkx max-flow; default when p and the law
+        are rational.  ``False``: float64 via the scipy max-flow (marginals to rounding).
+
+    Returns
+    -------
+    OptimalPlan
+        ``plan`` (dense ``(V,)+(V,)*n``), ``H`` (bool mask), ``alpha`` (Fraction when exact).
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> d = WithReplacement(["3/4", "1/4"], 2)
+    >>> C, H, a = optimal_plan(["1/2", "1/2"], d)
+    >>> a, C.shape, certify(["1/2", "1/2"], d, C, H).ok
+    (Fraction(15, 16), (2, 2, 2), True)
+    """
+    pv = p if isinstance(p, Vector) else Vector(p, "p")
+    V, n = draft.V, draft.n
+    V_.check_same_length(pv.float, np.empty(V), "p", "draft (its vocabulary)")
+    if exact is None:
+        exact = pv.rational and draft.rational
+    V_.check_size(
+        V ** (n + 1),
+        DENSE_MAX[bool(exact)],
+        "a dense optimal plan",
+        "use the plan of method='maxflow' or 'reduced' (sparse, a b-matching) instead",
+    )
+    r = tuple_flow(pv, draft, exact=bool(exact))
+    if exact:
+        items = draft.joint_items(exact=True)
+        full = complete_plan(pv.exact, items, dict(r["plan"]))
+        C = np.full((V,) + (V,) * n, Fraction(0), dtype=object)
+        for (i, t), m in full.items():
+            C[(i, *t)] = m
+        return OptimalPlan(C, r["H"], r["alpha_exact"])
+    t, w = tuple_weights(draft)
+    X = np.zeros((V,) + (V,) * n)
+    plan = r["plan"]
+    X[(plan.token, *plan.members.T)] = plan.mass
+    J = np.zeros((V,) * n)
+    J[tuple(t.T)] = w
+    axes = tuple(range(1, n + 1))
+    rres = np.clip(pv.float - X.sum(axis=axes), 0.0, None)
+    sres = np.clip(J - X.sum(axis=0), 0.0, None)
+    R = float(sres.sum())
+    C = X + np.multiply.outer(rres, sres) / R if R > 0 else X
+    return OptimalPlan(C, r["H"], r["alpha"])
