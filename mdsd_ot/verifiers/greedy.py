@@ -149,8 +149,8 @@ class SpecHubVerifier(_TopThenOne):
     def _T_and_qprime(self, draft, exact):
         a = draft.a
         qv = list(draft.qvals(exact))
-        one = 1 if exact else 1.0
-        qp = [zero_of(exact) if y == a else qv[y] / (one - qv[a]) for y in range(len(qv))]
+        rest = sum((v for y, v in enumerate(qv) if y != a), zero_of(exact))  # not 1 - q(a)
+        qp = [zero_of(exact) if y == a else qv[y] / rest for y in range(len(qv))]
         return (a,), qp
 
     def _other(self, tup, T):
