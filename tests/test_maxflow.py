@@ -207,3 +207,12 @@ def test_maxflow_scipy_at_v32_n3():
     red = mdsd_ot.solve(p, law, method="reduced")
     assert r.info["tuples"] == 32**3
     assert abs(r.alpha - red.alpha) <= r.accuracy + red.accuracy
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_disjoint_supports_give_zero_and_an_empty_plan(exact):
+    """α* = 0 when p and the drafts share no token: the plan is empty, H = supp(p)."""
+    law = drafts.WithReplacement([0.0, 0.0, 1.0], 2)
+    r = mf.tuple_flow([0.5, 0.5, 0.0], law, exact=exact)
+    assert r["alpha"] == 0.0 and len(r["plan"]) == 0 and dict(r["plan"]) == {}
+    assert r["info"]["cut_value"] == 0

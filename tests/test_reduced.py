@@ -219,6 +219,14 @@ def test_exact_route_falls_back_to_floats_when_large(monkeypatch):
         rd.reduced_problem(p, law, exact=True)
 
 
+@pytest.mark.parametrize("exact", [True, False])
+def test_disjoint_supports_give_zero(exact):
+    law = drafts.Product([[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])
+    out = rd.reduced_problem([1.0, 0.0, 0.0], law, exact=exact)
+    assert out["alpha"] == 0.0 and len(out["plan"]) == 0
+    assert out["H"].tolist() == [False, True, True]  # P(H) + 1 - Q(H) = 0 + 1 - 1
+
+
 def test_set_count_bound_and_combinations():
     for m, k in [(6, 3), (5, 1), (7, 4), (4, 4)]:
         got = rd._combinations(m, k).tolist()

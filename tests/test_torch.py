@@ -145,7 +145,7 @@ def test_device_dtype_and_shapes_preserved():
 SYNC_OPS = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
 
 
-@pytest.mark.parametrize("scheme,n", [c for c in CASES if not (c[0] == "without" and c[1] >= 3)])
+@pytest.mark.parametrize("scheme,n", CASES)
 def test_core_has_no_host_sync(scheme, n):
     """The solver core dispatches no operator that reads device data on the host (any device).
 

@@ -99,7 +99,8 @@ class SparsePlan(Mapping):
         if kind not in ("tuple", "set"):
             raise ValueError(f"kind: must be 'tuple' or 'set', got {kind!r}")
         self.token = np.asarray(token, dtype=np.int64)
-        self.members = np.asarray(members, dtype=np.int64).reshape(len(self.token), -1)
+        members = np.asarray(members, dtype=np.int64)
+        self.members = members if members.ndim == 2 else members.reshape(len(self.token), -1)
         self.mass = mass if isinstance(mass, np.ndarray) else list(mass)
         self.kind = kind
         self._dict: dict | None = None

@@ -10,6 +10,8 @@ conditional-Poisson law, T12) and a fixed order of the tokens, :func:`prefix_Q_w
 
 together with a rigorous bound on :math:`|\hat Q(H_k) - Q(H_k)|` over all k (truncation *and*
 floating-point rounding).  This is the inner loop of the T7 prefix scan for ``scheme="without"``.
+Rows of a (B, V) batch are processed together, with static shapes and no host-device
+synchronisation: numpy arrays and torch tensors (any device) run the same code.
 
 The formula
 -----------
@@ -63,15 +65,15 @@ L, all with :math:`q \le \tau` (:math:`\tau` = the largest light mass).  Since
 
   (:math:`\kappa_j` the Bernoulli(z) cumulants, S Stirling numbers of the second kind), truncated
   at :math:`z^{n-1}` and :math:`s^K`, via :math:`l\,c_l = \sum_i i\,\Lambda_i c_{l-i}` (the top
-  level :math:`l = n - 1` only needs a bilinear form with the fixed Hankel matrix of
-  :math:`J_{0,\cdot}`, one small matrix product).
+  level :math:`l = n - 1` only needs a bilinear form with the Hankel matrix of
+  :math:`J_{0,\cdot}`, one small batched matrix product).
 - **Truncation bound.** :math:`c_{l,k} \le \pi_1^l\, l^k / (l!\,k!)` (scaled) and
   :math:`J_{a,k}/k! \le \binom{k+a}{a} (\tau/\delta_a)^{k-K} J_{a,K}/K!` with
   :math:`\delta_a = T - (\text{top } a \text{ masses}) \le d(D)`, so the tail beyond ``K`` is a
   geometric series of ratio :math:`\rho_{l,a} = l\tau/\delta_a`, summed in closed form from the
-  computed :math:`J_{a,K}`.  Choosing A with at least :math:`3(n-1) - 1` tokens guarantees
-  :math:`\rho \le 1/2` for *every* q (the j-th token after the top n - 1 has mass
-  :math:`\le \delta_{n-1}/j`); ``m`` and ``K`` are chosen per row by a cost model.
+  computed :math:`J_{a,K}` (per row and per heavy segment, on the device).  Choosing A with at
+  least :math:`3(n-1) - 1` tokens guarantees :math:`\rho \le 1/2` for *every* q (the j-th token
+  after the top n - 1 has mass :math:`\le \delta_{n-1}/j`), so the series always converges.
 - **Rounding bound.** Every operation is +, × or ÷ on positive quantities except the signed
   cumulant constants, so (Higham, Lemma 3.3) the computed :math:`\lambda S` equals the exact
   truncated value up to :math:`\gamma_D\,\lambda S_{abs}`, where D bounds the number of roundings
@@ -79,11 +81,22 @@ L, all with :math:`q \le \tau` (:math:`\tau` = the largest light mass).  Since
   :math:`S_{abs}` is the same expression with :math:`|\kappa|`, bounded per prefix by
   :math:`\hat J_{0,0} + \sum_l \pi_1^l \sum_k l!\,S(k,l)/k!\,\hat J_{l,k}`.
 
-The returned bound is the maximum over k of
+The returned bound is, per row, the maximum over k of
 :math:`\gamma_D \lambda S_{abs} + \lambda\,\mathrm{tail} + u`.  Prefixes whose value is known
 exactly (fewer than n tokens of positive mass: Q = 0; no mass outside: Q = 1) are set exactly.
-On realistic inputs (softmax of Zipf-like logits at temperature 0.7, V = 152,064) the bound is
-about 1e-13 for n = 3, 4 and stays below 1e-10 up to n = 8; see ``benchmarks/without.py``.
+
+Static plan: m and K depend on n only
+-------------------------------------
+``m`` (heavy tokens, :math:`\ge 3n - 4`) and ``K`` (Taylor order) are fixed per n
+(:data:`PLANS`), so every shape is known before the data is read: the heavy tokens come from
+one ``topk`` per row, and nothing is read back to the host (no ``.item()``, no boolean
+indexing, no data-dependent branch), which is what a GPU needs (issue 5).  The plans were
+chosen with the a-priori tail estimate on softmax rows of Zipf-like logits at temperatures
+0.5 - 1.0 (V = 152,064) so that the tail is below 1e-17 there; on any other input the bound
+still holds, it is just larger (it is computed from the data, and infinite only if the
+series diverged, which :math:`m \ge 3n - 4` excludes).  On realistic inputs (temperature 0.7,
+V = 152,064) the bound is about 1e-13 for n = 3, 4 and below 1e-10 up to n = 8; see
+``benchmarks/without.py``.
 
 Why this method and not quadrature of the integral form (theory.md's other route)?  Nodes
 shared by all prefixes (needed to vectorise the prefix DP as cumulative sums) must integrate
@@ -96,11 +109,10 @@ few heavy tokens and is summed exactly; what remains is a power series in
 :math:`q/\delta \ll 1` whose tail is bounded in closed form from computed quantities.
 
 Cost: ``K`` cumulative sums, :math:`O(nK + \binom{n-2}{2} K^2)` elementwise operations per prefix
-and a :math:`O(\binom{m}{\le n-1} K)` heavy part.  Measured at V = 152,064 (realistic q;
-``benchmarks/without.py``): n = 3 (m = 56, K = 6) about 3x one ``np.argsort`` of V
-float64, n = 4 (m = 30, K = 9) about 7x, n = 8 (m = 20, K = 18) about 75x.  n = 1, 2 use
-closed forms (about 0.5x).  The routine synchronises with the host once per row (heavy tokens,
-choice of m and K); rows of a batch are processed one after the other (memory O(K V)).
+and a :math:`O(\binom{m}{\le n-1} K)` heavy part per row.  The prefixes are processed in chunks
+(running sums carried from chunk to chunk) so that the working memory is a few
+``(K+1) x B x chunk`` arrays, not ``K x B x V``; rows are grouped so that the heavy part stays
+small.  Measured times: ``benchmarks/without.py`` (numpy) and ``benchmarks/torch_gpu.py``.
 """
 
 from __future__ import annotations
@@ -114,24 +126,36 @@ import numpy as np
 from array_api_compat import array_namespace, device, is_numpy_array, is_torch_array
 
 from .. import _validate as V_
+from . import _backend as bk
 
 __all__ = [
     "prefix_Q_without",
     "prefix_Q_without_n2",
     "exact_prefix_Q_without",
     "N_MAX",
+    "PLANS",
 ]
 
 #: Largest number of drafts supported by :func:`prefix_Q_without`.
 N_MAX: int = 8
 
+#: The static plan (heavy tokens m, Taylor order K) for each n >= 2 (n = 2 only with
+#: ``prefix_Q_without_n2(series=True)``): m >= 3n - 4, so the tail always converges.
+PLANS: dict[int, tuple[int, int]] = {
+    2: (32, 6),
+    3: (64, 8),
+    4: (32, 11),
+    5: (24, 14),
+    6: (20, 17),
+    7: (18, 20),
+    8: (20, 22),
+}
+
 _U = 2.0**-53  # unit roundoff of float64
 _BLOCK = 64  # block length of the blocked cumulative sums (rounding depth ~ 3 V^(1/3))
-_CHUNK = 8192  # prefixes processed together in the light part
-_NS_MAX = 400_000  # most heavy subsets (of size <= n - 1) enumerated
-_CAND = 1024  # heavy candidates examined
-_K_MAX = 120
-_TAIL_TARGET = 1e-17
+_HEAVY_ELEMS = 2**24  # rows are grouped so that the heavy part has about this many entries
+_CHUNK_ELEMS = {"numpy": 2**13, "cpu": 2**16, "gpu": 2**21}  # B x chunk per light-part array
+_CHUNK_MIN = {"numpy": 64, "cpu": 1024, "gpu": 1024}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,8 +183,8 @@ def _kappa_table(K: int, n: int) -> np.ndarray:
     return tab
 
 
-def _gamma(D: float) -> float:
-    r""":math:`\gamma_D = D u / (1 - D u)`."""
+def _gamma(D: Any) -> Any:
+    r""":math:`\gamma_D = D u / (1 - D u)` (D a float or an array)."""
     return D * _U / (1.0 - D * _U)
 
 
@@ -174,7 +198,7 @@ def _depth_cumsum(N: int) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# array helpers (numpy or torch through the array-API namespace)
+# array helpers (numpy or torch through the array-API namespace; none reads data on the host)
 # ----------------------------------------------------------------------------------------------
 def _zeros(xp: Any, shape: tuple[int, ...], like: Any) -> Any:
     return xp.zeros(shape, dtype=like.dtype, device=device(like))
@@ -202,51 +226,46 @@ def _exclusive(y: Any, xp: Any) -> Any:
     return xp.concat([_zeros(xp, tuple(y.shape[:-1]) + (1,), y), y], axis=-1)
 
 
-def _accurate_sum(x: Any, xp: Any) -> tuple[float, float, float]:
-    """Sum of a non-negative 1-D array as ``hi + lo`` (double-double) with an error bound.
+def _accurate_sum(x: Any, xp: Any) -> tuple[Any, Any, Any]:
+    """Row sums of a non-negative (B, N) array as ``hi + lo`` (double-double), with a bound.
 
     A pairwise tree of error-free TwoSum steps; the rounding errors are summed separately.
-    Returns ``(hi, lo, eta)`` with ``|sum(x) - (hi + lo)| <= eta``.
+    Returns (B,) arrays ``(hi, lo, eta)`` with ``|sum(x) - (hi + lo)| <= eta``.
     """
     errs = []
-    levels = 0
     total_err_terms = 0
-    while x.shape[0] > 1:
-        if x.shape[0] % 2:
-            x = xp.concat([x, _zeros(xp, (1,), x)])
-        a, b = x[0::2], x[1::2]
+    while x.shape[-1] > 1:
+        if x.shape[-1] % 2:
+            x = xp.concat([x, _zeros(xp, (x.shape[0], 1), x)], axis=-1)
+        a, b = x[:, 0::2], x[:, 1::2]
         s = a + b
         bb = s - a
-        e = (a - (s - bb)) + (b - bb)
-        errs.append(e)
-        total_err_terms += e.shape[0]
+        errs.append((a - (s - bb)) + (b - bb))
+        total_err_terms += s.shape[-1]
         x = s
-        levels += 1
-    hi = float(x[0])
+    hi = x[:, 0]
     if not errs:
-        return hi, 0.0, 0.0
-    E = xp.concat(errs)
-    lo = float(xp.sum(E))
-    abs_e = float(xp.sum(xp.abs(E)))
+        return hi, xp.zeros_like(hi), xp.zeros_like(hi)
+    E = xp.concat(errs, axis=-1)
+    lo = xp.sum(E, axis=-1)
     # naive summation of the errors: any order, depth <= count - 1
-    eta = _gamma(total_err_terms) * abs_e
+    eta = _gamma(float(total_err_terms)) * xp.sum(xp.abs(E), axis=-1)
     return hi, lo, eta
 
 
-def _dd_complement(hi: float, lo: float, qs: np.ndarray) -> np.ndarray:
-    """``hi + lo - sum(qs, axis=1)`` with relative accuracy (TwoSum chain, then one rounding).
+def _dd_complement(hi: Any, lo: Any, qs: Any) -> Any:
+    """``hi + lo - qs.sum(-1)`` with relative accuracy (TwoSum chain, then one rounding).
 
-    ``qs`` has shape (N, a); returns (N,) float64.
+    ``hi``, ``lo`` have shape (B,), ``qs`` (B, N, a); returns (B, N).
     """
-    h = np.full(qs.shape[0], hi)
-    lo_acc = np.full(qs.shape[0], lo)
-    for r in range(qs.shape[1]):
-        b = -qs[:, r]
+    h = qs[..., 0] * 0.0 + hi[:, None]
+    lo_acc = qs[..., 0] * 0.0 + lo[:, None]
+    for r in range(qs.shape[-1]):
+        b = -qs[..., r]
         s = h + b
         bb = s - h
-        e = (h - (s - bb)) + (b - bb)
+        lo_acc = lo_acc + ((h - (s - bb)) + (b - bb))
         h = s
-        lo_acc = lo_acc + e
     return h + lo_acc
 
 
@@ -254,90 +273,97 @@ def _is_array(x: Any) -> bool:
     return is_numpy_array(x) or is_torch_array(x)
 
 
-def _top_candidates(q: Any, xp: Any, M: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and values (host numpy, descending) of the M largest entries of a 1-D row."""
-    V = q.shape[0]
-    if is_numpy_array(q):
-        idx = np.argpartition(q, V - M)[V - M :] if M < V else np.arange(V)
-        vals = q[idx]
-        order = np.lexsort((idx, -vals))
-        return idx[order].astype(np.int64), vals[order].astype(np.float64)
+def _kind(x: Any) -> str:
+    """'numpy', 'cpu' (torch on the CPU) or 'gpu' (torch elsewhere): sets the chunk sizes."""
+    if is_numpy_array(x):
+        return "numpy"
+    return "cpu" if x.device.type == "cpu" else "gpu"
+
+
+_CONSTS: dict[tuple, Any] = {}
+
+
+def _const(like: Any, key: tuple, build: Any) -> Any:
+    """A constant array (from ``build()``, numpy) on the device of ``like``, cached.
+
+    Copied to the device once, without blocking the host; later calls reuse it (a blocking
+    host-to-device copy would be a synchronisation on a GPU).
+    """
+    if is_numpy_array(like):
+        return build()
+    full = (key, str(like.device))
+    out = _CONSTS.get(full)
+    if out is None:
+        import torch
+
+        out = torch.from_numpy(np.array(build())).to(like.device, non_blocking=True)
+        _CONSTS[full] = out
+    return out
+
+
+def _topk(q: Any, k: int) -> tuple[Any, Any]:
+    """Values (descending) and indices of the k largest entries of each row of a (B, V) array.
+
+    Ties are broken towards the smaller index for numpy; torch breaks them its own way (any
+    choice of the heavy set among equal masses gives the same Q, up to rounding).
+    """
     if is_torch_array(q):
         import torch
 
-        vals, idx = torch.topk(q, M)
-        return idx.cpu().numpy().astype(np.int64), vals.cpu().numpy().astype(np.float64)
-    order = xp.argsort(-q, stable=True)[:M]  # pragma: no cover - other array libraries
-    return np.asarray(order, dtype=np.int64), np.asarray(q[order], dtype=np.float64)
+        vals, idx = torch.topk(q, k, dim=-1, largest=True, sorted=True)
+        return vals, idx
+    V = q.shape[-1]
+    idx = (
+        np.argpartition(-q, k - 1, axis=-1)[:, :k] if k < V else np.tile(np.arange(V), (len(q), 1))
+    )
+    vals = np.take_along_axis(q, idx, axis=-1)
+    order = np.lexsort((idx, -vals), axis=-1)
+    return np.take_along_axis(vals, order, -1), np.take_along_axis(idx, order, -1)
 
 
-# ----------------------------------------------------------------------------------------------
-# planning: how many heavy tokens, how many Taylor terms
-# ----------------------------------------------------------------------------------------------
-def _n_subsets(m: int, n: int) -> int:
-    return sum(math.comb(m, a) for a in range(1, n))
+def _sort_int(x: Any) -> Any:
+    """Rows of an integer array sorted ascending."""
+    if is_torch_array(x):
+        import torch
+
+        return torch.sort(x, dim=-1).values
+    return np.sort(x, axis=-1)
 
 
-def _tail_factor(K: int, a: int, rho: float) -> float:
-    r""":math:`\sum_{j \ge 1} \binom{K+j+a}{a} \rho^j` (an upper bound; inf if it diverges)."""
-    r = rho * (K + 2 + a) / (K + 2)
-    if r >= 1.0:
-        return math.inf
-    return math.comb(K + 1 + a, a) * rho / (1.0 - r)
+def _mark(idx: Any, like: Any) -> Any:
+    """A (B, V) boolean mask, True at ``idx`` (B, m) in each row (shape of ``like``)."""
+    if is_torch_array(like):
+        import torch
+
+        out = torch.zeros(like.shape, dtype=torch.bool, device=like.device)
+        return out.scatter_(-1, idx, True)
+    out = np.zeros(like.shape, dtype=bool)
+    np.put_along_axis(out, idx, True, axis=-1)
+    return out
 
 
-def _plan(qtop: np.ndarray, T: float, n: int, V: int, n_pos: int) -> tuple[int, int]:
-    r"""Choose the number m of heavy tokens and the truncation order K (a cost model).
-
-    Planning only: the estimates use the a-priori bounds of the module docstring with
-    :math:`\lambda R_a \le 1`; the bound returned to the caller is recomputed from the data.
-    """
-    ctop = np.concatenate([[0.0], np.cumsum(qtop)])
-    delta = [max(T - ctop[a], float(qtop[n - 1])) for a in range(n)]
-    m_hi = V if len(qtop) == V else len(qtop) - 1
-    grid = {n - 1 + int(1.25**i) - 1 for i in range(60)} | {3 * n - 4, n_pos, m_hi}
-    best: tuple[float, int, int] | None = None
-    for m in sorted(min(max(g, n - 1), m_hi) for g in grid):
-        if _n_subsets(m, n) > _NS_MAX:
-            continue
-        tau = float(qtop[m]) if m < len(qtop) else 0.0
-        K = 1 if tau <= 0.0 else _plan_K(tau, max(T - ctop[m], tau), delta, n)
-        if K is None:
-            continue
-        P = (n - 3) * (n - 2) // 2 if n >= 3 else 0
-        cost = V * (4.0 * K + 1.0 * n * K + 0.6 * P * K * K + 0.15 * max(n - 2, 0) * K * K)
-        cost += 40.0 * _n_subsets(m, n) * (K + 1) + 2e4 * m
-        if best is None or cost < best[0]:
-            best = (cost, m, K)
-    if best is None:  # pragma: no cover - m = 3n - 4 converges for every q (module docstring)
-        return min(3 * n - 4, m_hi), _K_MAX  # the computed bound reports what this achieves
-    return best[1], best[2]
-
-
-def _plan_K(tau: float, qL: float, delta: list[float], n: int) -> int | None:
-    """Smallest K whose estimated tail is below the target (None if none up to the cap)."""
-    for K in range(n - 1, _K_MAX + 1):
-        est = 0.0
-        for l in range(1, n):
-            for a in range(0, n - l):
-                rho = l * tau / delta[a]
-                if rho >= 1.0:
-                    return None
-                tf = _tail_factor(K, a, rho)
-                est += (qL / tau) ** l * math.comb(K + a, a) * rho**K * tf / math.factorial(l)
-        if est <= _TAIL_TARGET:
-            return K
-    return None
+def _take_seg(A: Any, sg: Any) -> Any:
+    """``out[b, r, c] = A[b, r, sg[b, c]]``: (B, R, m+1) values per heavy segment -> (B, R, C)."""
+    if is_torch_array(A):
+        return A.gather(-1, sg[:, None, :].expand(A.shape[0], A.shape[1], sg.shape[-1]))
+    return np.take_along_axis(A, sg[:, None, :], axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
 # heavy part: the moments J_{a,k} of every heavy prefix set, exactly (positive recursion)
 # ----------------------------------------------------------------------------------------------
-def _colex_layers(m: int, n: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """Subsets of range(m) of sizes 0..min(n-1, m) in colex order, and the binomial table.
+def _n_subsets(m: int, n: int) -> int:
+    return sum(math.comb(m, a) for a in range(0, min(n - 1, m) + 1))
+
+
+@cache
+def _colex(m: int, n: int) -> tuple:
+    """Subsets of range(m) of sizes 1..min(n-1, m) in colex order, with gather tables.
 
     In colex order the subsets of the first s elements come first (there are C(s, a) of
-    them), and the rank of a sorted subset (c_1 < ... < c_a) is sum_i C(c_i, i).
+    them), and the rank of a sorted subset (c_1 < ... < c_a) is sum_i C(c_i, i).  Returns, per
+    size a: the subsets (N_a, a), for each r the colex rank of the subset less its r-th element
+    (N_a,), and the number of subsets inside the first s elements, s = 0..m (m+1,).
     """
     Bin = np.array([[math.comb(c, i) for i in range(n + 1)] for c in range(m + 1)], dtype=np.int64)
     layers = [np.zeros((1, 0), dtype=np.int64)]
@@ -348,39 +374,11 @@ def _colex_layers(m: int, n: int) -> tuple[list[np.ndarray], np.ndarray]:
             for c in range(a - 1, m)
         ]
         layers.append(np.concatenate(parts))
-    return layers, Bin
-
-
-def _heavy_moments(
-    qA: np.ndarray, T_hi: float, T_lo: float, theta_d: float, tau: float, K: int, n: int
-) -> tuple[np.ndarray, float]:
-    r"""Scaled moments :math:`\tilde J_{a,k}(s) = \tau^k k!\,[w^k] \sum_{D \subseteq A_s,|D|=a} G_D`.
-
-    ``qA`` holds the heavy masses in prefix order; :math:`A_s` is its first s entries.  Returns
-    ``J`` of shape (n, K+1, m+1) (zero where a > s) and the rounding depth D_J: every entry is
-    the exact value times :math:`(1+\theta)`, :math:`|\theta| \le \gamma_{D_J}`.
-    ``theta_d`` bounds the relative error of every computed :math:`d(D)`.
-    """
-    m = qA.shape[0]
-    layers, Bin = _colex_layers(m, n)
-    D_d = theta_d / _U
-    step = D_d + 4.0  # per Taylor order: k*tau, product, sum, division (+ the error of d)
-    kt = np.arange(K + 1) * tau
-    T = T_hi + T_lo
-    J = np.zeros((n, K + 1, m + 1))
-    g = np.empty((1, K + 1))
-    g[0, 0] = 1.0 / T
-    for k in range(1, K + 1):
-        g[0, k] = kt[k] * g[0, k - 1] / T
-    J[0] = g[0][:, None]
-    Dg = (K + 1) * step
-    D_J = Dg
+    out = []
     s_all = np.arange(m + 1)
     for a in range(1, len(layers)):
         sub = layers[a]
-        qs = qA[sub]
-        d = _dd_complement(T_hi, T_lo, qs)
-        f = np.zeros((sub.shape[0], K + 1))
+        ranks = []
         for r in range(a):
             rank = np.zeros(sub.shape[0], dtype=np.int64)
             for i in range(a):
@@ -388,198 +386,272 @@ def _heavy_moments(
                     rank += Bin[sub[:, i], i + 1]
                 elif i > r:
                     rank += Bin[sub[:, i], i]
-            f += qs[:, r : r + 1] * g[rank]
-        gn = np.empty_like(f)
-        gn[:, 0] = f[:, 0] / d
+            ranks.append(rank)
+        out.append((sub, np.stack(ranks), Bin[s_all, a].copy()))
+    return tuple(out)
+
+
+def _heavy_moments(
+    qA: Any, T_hi: Any, T_lo: Any, theta_d: Any, tau: Any, K: int, n: int, xp: Any
+) -> tuple[Any, Any]:
+    r"""Scaled moments :math:`\tilde J_{a,k}(s) = \tau^k k!\,[w^k] \sum_{D \subseteq A_s,|D|=a} G_D`.
+
+    ``qA`` (B, m) holds the heavy masses of each row in prefix order; :math:`A_s` is its first s
+    entries.  Returns ``J`` of shape (B, n, K+1, m+1) (zero where a > s) and the rounding depth
+    D_J (B,): every entry is the exact value times :math:`(1+\theta)`,
+    :math:`|\theta| \le \gamma_{D_J}`.  ``theta_d`` (B,) bounds the relative error of every
+    computed :math:`d(D)`.
+    """
+    B, m = qA.shape
+    step = theta_d / _U + 4.0  # per Taylor order: k*tau, product, sum, division (+ error of d)
+    T = T_hi + T_lo
+    kt = [k * tau for k in range(K + 1)]  # (B,) each
+    g_cols = [1.0 / T]
+    for k in range(1, K + 1):
+        g_cols.append(kt[k] * g_cols[-1] / T)
+    g = xp.stack(g_cols, axis=-1)[:, None, :]  # (B, 1, K+1): the empty set
+    zero_s = xp.zeros((B, K + 1, m + 1), dtype=qA.dtype, device=device(qA))
+    J = [g[:, 0, :, None] + zero_s]
+    Dg = (K + 1) * step
+    D_J = Dg
+    for a, layer in enumerate(_colex(m, n), start=1):
+        sub = _const(qA, ("sub", m, n, a), lambda layer=layer: layer[0])
+        ranks = _const(qA, ("ranks", m, n, a), lambda layer=layer: layer[1])
+        cols = _const(qA, ("cols", m, n, a), lambda layer=layer: layer[2])
+        N = sub.shape[0]
+        qs = xp.reshape(xp.take(qA, xp.reshape(sub, (-1,)), axis=1), (B, N, a))
+        d = _dd_complement(T_hi, T_lo, qs)  # (B, N)
+        f = qs[:, :, 0:1] * xp.take(g, ranks[0], axis=1)
+        for r in range(1, a):
+            f = f + qs[:, :, r : r + 1] * xp.take(g, ranks[r], axis=1)
+        cols_g = [f[:, :, 0] / d]
         for k in range(1, K + 1):
-            gn[:, k] = (f[:, k] + kt[k] * gn[:, k - 1]) / d
-        g = gn
+            cols_g.append((f[:, :, k] + kt[k][:, None] * cols_g[-1]) / d)
+        g = xp.stack(cols_g, axis=-1)  # (B, N, K+1)
         Dg = Dg + a + (K + 1) * step
-        P = _exclusive(_cumsum(np.ascontiguousarray(g.T), np), np)  # (K+1, N+1), colex order
-        J[a] = P[:, Bin[s_all, a]]
-        D_J = max(D_J, Dg + _depth_cumsum(g.shape[0]))
-    return J, D_J
+        P = _exclusive(_cumsum(xp.permute_dims(g, (0, 2, 1)), xp), xp)  # (B, K+1, N+1), colex
+        J.append(xp.take(P, cols, axis=2))
+        D_J = xp.maximum(D_J, Dg + _depth_cumsum(N))
+    for _ in range(len(J), n):
+        J.append(zero_s)
+    return xp.stack(J, axis=1), D_J
 
 
 # ----------------------------------------------------------------------------------------------
-# one row, n >= 2, the certified series
+# n >= 2: the certified series, a batch of rows at once
 # ----------------------------------------------------------------------------------------------
 def _mul(a: Any, b: Any, ia: int, ib: int, K: int, xp: Any) -> Any:
-    """Truncated product of two series stored as (K+1, C) arrays, zero below degrees ia, ib."""
+    """Truncated product of two series stored as (B, K+1, C) arrays, zero below degrees ia, ib."""
     out = xp.zeros_like(a)
     for j in range(ia, K + 1 - ib):
-        out[j + ib :] += a[j][None, :] * b[ib : K + 1 - j]
+        out[:, j + ib :] += a[:, j : j + 1] * b[:, ib : K + 1 - j]
     return out
 
 
 def _matmul(A: Any, B: Any, xp: Any) -> Any:
-    """Small-by-wide matrix product; numpy avoids BLAS threads (slow when cores are shared)."""
+    """Batched small-by-wide matrix product; numpy avoids BLAS threads (shared cores)."""
     if is_numpy_array(B):
-        return np.einsum("ij,jk->ik", A, B)
+        return np.einsum("bij,bjk->bik", A, B)
     return xp.matmul(A, B)
 
 
-def _series_row(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tuple[Any, float]:
-    V = q.shape[0]
+def _tail_factor(K: int, a: int, rho: Any, xp: Any) -> Any:
+    r""":math:`\sum_{j \ge 1} \binom{K+j+a}{a} \rho^j` per row (an upper bound; inf if it
+    diverges)."""
+    r = rho * ((K + 2 + a) / (K + 2))
+    ok = r < 1.0
+    safe = xp.where(ok, 1.0 - r, xp.ones_like(r))
+    return xp.where(ok, math.comb(K + 1 + a, a) * rho / safe, xp.full_like(r, math.inf))
+
+
+def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tuple[Any, Any]:
+    """Q on every prefix and the error bound for the (B, V) float64 rows ``q``, n >= 2."""
+    B, V = q.shape
+    m_plan, K = plan if plan is not None else PLANS[n]
+    m = min(m_plan, V)
+    if m < n - 1:
+        raise ValueError(f"plan: needs at least n - 1 = {n - 1} heavy tokens, got {m}")
+    per_row = _n_subsets(m, n) * (K + 1) * (m + 1)
+    G = max(1, min(B, _HEAVY_ELEMS // per_row))
+    if G >= B:
+        return _series_rows(q, n, xp, m, K)
+    parts = [_series_rows(q[g0 : g0 + G], n, xp, m, K) for g0 in range(0, B, G)]
+    return xp.concat([Q for Q, _ in parts], axis=0), xp.concat([e for _, e in parts], axis=0)
+
+
+def _series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
+    B, V = q.shape
     T_hi, T_lo, T_eta = _accurate_sum(q, xp)
     T = T_hi + T_lo
     pos = q > 0
-    n_pos = int(xp.sum(xp.astype(pos, xp.int64)))
-    idx, qtop = _top_candidates(q, xp, min(V, max(_CAND, 4 * n)))
-    m, K = plan if plan is not None else _plan(qtop, T, n, V, n_pos)
-    tau = float(qtop[m]) if m < len(qtop) else 0.0
+    if m < V:
+        qtop, itop = _topk(q, m + 1)
+        tau = qtop[:, m]  # the largest light mass
+    else:
+        qtop, itop = _topk(q, V)
+        tau = xp.zeros_like(T)
     light = tau > 0.0
-    if not light:
-        tau = 1.0  # no light mass: any scale will do (all u are 0, and so is the tail)
-    order = np.argsort(idx[:m])
-    heavy_pos = idx[:m][order]
-    qA = qtop[:m][order]
+    tau = xp.where(light, tau, xp.ones_like(tau))  # no light mass: any scale will do
+    heavy_pos = _sort_int(itop[:, :m])
+    qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
 
     # d(D) and delta_a = d(top-a set), relative accuracy theta_d (double-double complement)
-    delta = np.array([_dd_complement(T_hi, T_lo, qtop[None, :a])[0] for a in range(n)])
-    theta_d = 64 * _U
+    delta = xp.stack(
+        [T] + [_dd_complement(T_hi, T_lo, qtop[:, None, :a])[:, 0] for a in range(1, n)],
+        axis=-1,
+    )  # (B, n)
+    theta_d = xp.full_like(T, 64 * _U)
     for _ in range(2):  # d(D) >= delta_{n-1} (1 - theta_d): a lower bound for the error terms
-        dmin = float(delta[n - 1]) * (1 - 2 * theta_d)
-        theta_d = 2.01 * _U + (T_eta + n * _U * (abs(T_lo) + n * _U * T)) / dmin
-    delta_lo = delta * (1.0 - 2.0 * theta_d)
+        dmin = delta[:, n - 1] * (1 - 2 * theta_d)
+        theta_d = 2.01 * _U + (T_eta + n * _U * (xp.abs(T_lo) + n * _U * T)) / dmin
+    delta_lo = delta * (1.0 - 2.0 * theta_d)[:, None]
 
-    J, D_J = _heavy_moments(qA, T_hi, T_lo, theta_d, tau, K, n)
-    Jh = np.stack([J[: n - l].sum(axis=0) for l in range(n)])  # (n, K+1, m+1)
-    D_J += n
-    gJ = 1.0 + 2.0 * _gamma(D_J)
+    J, D_J = _heavy_moments(qA, T_hi, T_lo, theta_d, tau, K, n, xp)  # (B, n, K+1, m+1)
+    Jc = [J[:, 0]]
+    for a in range(1, n):
+        Jc.append(Jc[-1] + J[:, a])
+    Jh = xp.stack([Jc[n - 1 - l] for l in range(n)], axis=1)  # (B, n, K+1, m+1)
+    D_J = D_J + n
+    gJ = 1.0 + 2.0 * _gamma(D_J)  # (B,)
 
-    # per-segment coefficients of the error bound
-    beta = np.zeros((n, m + 1))
-    tcoef = np.zeros((n, m + 1))
-    beta[0] = Jh[0, 0]
+    # per-segment coefficients of the error bound, (B, n, m+1)
+    wts = _const(q, ("wts", n, K), lambda: _beta_weights(n, K))  # (n, K+1)
+    beta = [Jh[:, 0, 0]]
+    tcoef = [xp.zeros_like(Jh[:, 0, 0])]
     for l in range(1, n):
-        w = [
-            Fraction(math.factorial(l) * _stirling2(k, l), math.factorial(k)) for k in range(K + 1)
-        ]
-        beta[l] = (np.array([float(v) for v in w])[:, None] * Jh[l]).sum(axis=0)
-        for a in range(0, n - l) if light else ():
-            tf = _tail_factor(K, a, l * tau / float(delta_lo[a]))
-            lk = float(l) ** K / math.factorial(l)
-            with np.errstate(over="ignore", invalid="ignore"):
-                tcoef[l] += (J[a, K] / math.factorial(K)) * (
-                    lk * tf if math.isfinite(tf) else np.inf
-                )
-    beta *= gJ * 1.01
-    tcoef = np.where(np.isnan(tcoef), np.inf, tcoef * (gJ * 1.01))
+        beta.append(xp.sum(wts[l][None, :, None] * Jh[:, l], axis=1))
+        tc = xp.zeros_like(Jh[:, 0, 0])
+        lk = float(l) ** K / math.factorial(l)
+        for a in range(0, n - l):
+            rho = xp.where(light, l * tau / delta_lo[:, a], xp.zeros_like(tau))
+            tf = _tail_factor(K, a, rho, xp)  # (B,)
+            JK = J[:, a, K] / math.factorial(K)  # 0 where A_s has no a-subset: no tail there
+            tc = tc + JK * xp.where(JK > 0, (lk * tf)[:, None], xp.zeros_like(JK))
+        tcoef.append(tc)
+    scale = (gJ * 1.01)[:, None, None]
+    beta = xp.stack(beta, axis=1) * scale
+    tcoef = xp.stack(tcoef, axis=1) * scale
 
-    dev = device(q)
-    hmask = xp.zeros((V,), dtype=xp.bool, device=dev)
-    if m:
-        hmask[xp.asarray(heavy_pos, device=dev)] = True
-    seg = _exclusive(xp.cumulative_sum(xp.astype(hmask, xp.int64)), xp)
-    npos_pref = _exclusive(xp.cumulative_sum(xp.astype(pos, xp.int64)), xp)
-    rev = _cumsum(xp.flip(q), xp)
-    lam = xp.concat([xp.flip(rev), _zeros(xp, (1,), q)])
-    u = xp.where(hmask, xp.zeros_like(q), q) / tau
-    pw = [u]
-    for _ in range(1, K):
-        pw.append(pw[-1] * u)
-    Pi = _exclusive(_cumsum(xp.stack(pw), xp), xp)  # (K, V+1)
+    hmask = _mark(heavy_pos, q)
+    seg = xp.cumulative_sum(xp.astype(hmask, xp.int64), axis=-1)  # segment of prefix k+1
+    npos = xp.cumulative_sum(xp.astype(pos, xp.int64), axis=-1)
+    lam = xp.flip(_cumsum(xp.flip(q, axis=-1), xp), axis=-1)  # q of tokens k.. (prefix k)
+    lam = xp.concat([lam[:, 1:], _zeros(xp, (B, 1), q)], axis=-1)  # lambda of prefix k+1
+    u = xp.where(hmask, xp.zeros_like(q), q) / tau[:, None]
 
-    D_cum = _depth_cumsum(V)
+    kind = _kind(q)
+    C = min(V, max(_CHUNK_MIN[kind], _CHUNK_ELEMS[kind] // B))
+    n_chunks = -(-V // C)
+    D_cum = max(_depth_cumsum(V), _depth_cumsum(C) + n_chunks)
     D_Lam = (2 * K - 1) + D_cum + 2
     D_arith = (n - 1) * (K + n + 4) + 2 * (K + 2) + 3 * n + 10
-    D = 1.25 * (D_cum + 1 + D_J + (n - 1) * D_Lam + D_arith) + 20
-    gD = _gamma(D)
+    gD = _gamma(1.25 * (D_cum + 1 + D_J + (n - 1) * D_Lam + D_arith) + 20)[:, None]  # (B, 1)
 
-    kap = xp.asarray(_kappa_table(K, n).copy(), device=dev)
-    J0 = Jh[n - 1, :, 0]
-    Ht = np.zeros((K + 1, K + 1))
-    for j in range(K + 1):
-        Ht[j, : K + 1 - j] = J0[j:]
-    Ht_x = xp.asarray(Ht, device=dev)
-    J0_x = xp.asarray(J0, device=dev)
-    Jh_x = xp.asarray(Jh, device=dev)
-    beta_x = xp.asarray(beta, device=dev)
-    tcoef_x = xp.asarray(tcoef, device=dev)
+    kap = _const(q, ("kappa", K, n), lambda: _kappa_table(K, n))  # (K+1, n)
+    J0 = Jh[:, n - 1, :, 0]  # (B, K+1)
+    hank = _const(q, ("hankel", K), lambda: np.add.outer(np.arange(K + 1), np.arange(K + 1)))
+    J0p = xp.concat([J0, xp.zeros_like(J0)], axis=-1)
+    Ht = xp.reshape(xp.take(J0p, xp.reshape(hank, (-1,)), axis=1), (B, K + 1, K + 1))
 
-    Q_parts, B_parts = [], []
-    for c0 in range(0, V + 1, _CHUNK):
-        c1 = min(V + 1, c0 + _CHUNK)
-        C = c1 - c0
-        pi = xp.concat([_zeros(xp, (1, C), q), Pi[:, c0:c1]], axis=0)  # (K+1, C), row j = pi_j
-        sg = seg[c0:c1]
-        Lam = [None] + [kap[:, i][:, None] * pi for i in range(1, n)]
+    carry = xp.zeros((B, K, 1), dtype=q.dtype, device=device(q))
+    Q_parts, bound = [], xp.zeros_like(T)
+    for t0 in range(0, V, C):
+        t1 = min(V, t0 + C)
+        uc = u[:, t0:t1]
+        pw = [uc]
+        for _ in range(1, K):
+            pw.append(pw[-1] * uc)
+        Pi = _cumsum(xp.stack(pw, axis=1), xp) + carry  # (B, K, C): pi_j of prefixes t0+1..t1
+        carry = Pi[:, :, -1:]
+        pi = xp.concat([_zeros(xp, (B, 1, t1 - t0), q), Pi], axis=1)  # (B, K+1, C)
+        sg = seg[:, t0:t1]
+        Lam = [None] + [kap[:, i][None, :, None] * pi for i in range(1, n)]
         c = [None] * n
-        S = xp.take(Jh_x[0, 0], sg, axis=0)
+        S = _take_seg(Jh[:, 0, 0:1], sg)[:, 0]
         for l in range(1, n - 1):
             acc = l * Lam[l]
             for i in range(1, l):
                 acc = acc + i * _mul(Lam[i], c[l - i], i, l - i, K, xp)
             c[l] = acc / l
-            S = S + xp.sum(c[l] * xp.take(Jh_x[l], sg, axis=1), axis=0)
-        top = (n - 1) * xp.sum(Lam[n - 1] * J0_x[:, None], axis=0)
+            S = S + xp.sum(c[l] * _take_seg(Jh[:, l], sg), axis=1)
+        top = (n - 1) * xp.sum(Lam[n - 1] * J0[:, :, None], axis=1)
         for i in range(1, n - 1):
-            top = top + i * xp.sum(Lam[i] * _matmul(Ht_x, c[n - 1 - i], xp), axis=0)
+            top = top + i * xp.sum(Lam[i] * _matmul(Ht, c[n - 1 - i], xp), axis=1)
         S = S + top / (n - 1)
-        lm = lam[c0:c1]
+        lm = lam[:, t0:t1]
         Qc = 1.0 - lm * S
-        p1 = pi[1]
-        s_abs = xp.take(beta_x[0], sg, axis=0)
-        tail = _zeros(xp, (C,), q)
+        p1 = pi[:, 1]
+        s_abs = _take_seg(beta[:, 0:1], sg)[:, 0]
+        tail = xp.zeros_like(p1)
         p1l = xp.ones_like(p1)
         for l in range(1, n):
             p1l = p1l * p1
-            s_abs = s_abs + p1l * xp.take(beta_x[l], sg, axis=0)
-            tc = xp.take(tcoef_x[l], sg, axis=0)
-            tail = tail + xp.where(p1l > 0, p1l * xp.where(tc > 0, tc, xp.zeros_like(tc)), 0.0)
+            s_abs = s_abs + p1l * _take_seg(beta[:, l : l + 1], sg)[:, 0]
+            tc = _take_seg(tcoef[:, l : l + 1], sg)[:, 0]
+            tail = tail + xp.where(p1l > 0, p1l * tc, xp.zeros_like(tc))
         Bc = (gD * lm * s_abs + lm * tail + 1.01 * _U) * (1.0 + 1e-6) + 1e-290
-        exact0 = npos_pref[c0:c1] < n
+        exact0 = npos[:, t0:t1] < n
         exact1 = lm == 0
-        Qc = xp.clip(Qc, 0.0, 1.0)
+        Qc = bk.clip(Qc, 0.0, 1.0)
         Qc = xp.where(exact0, xp.zeros_like(Qc), xp.where(exact1, xp.ones_like(Qc), Qc))
         Bc = xp.where(exact0 | exact1, xp.zeros_like(Bc), Bc)
         Q_parts.append(Qc)
-        B_parts.append(Bc)
-    Qrow = xp.concat(Q_parts)
-    err = float(xp.max(xp.concat(B_parts)))
-    return Qrow, err
+        bound = xp.maximum(bound, xp.max(Bc, axis=-1))
+    Q = xp.concat([_zeros(xp, (B, 1), q)] + Q_parts, axis=-1)
+    return Q, bound
+
+
+def _beta_weights(n: int, K: int) -> np.ndarray:
+    r""":math:`l!\,S(k, l)/k!` for l = 0..n-1, k = 0..K (row 0 unused), rounded once."""
+    w = np.zeros((n, K + 1))
+    for l in range(1, n):
+        for k in range(K + 1):
+            w[l, k] = float(Fraction(math.factorial(l) * _stirling2(k, l), math.factorial(k)))
+    return w
 
 
 # ----------------------------------------------------------------------------------------------
 # n = 1 and n = 2: closed forms with the same rounding analysis
 # ----------------------------------------------------------------------------------------------
-def _n2_row(q: Any, xp: Any) -> tuple[Any, float]:
-    V = q.shape[0]
+def _n2_rows(q: Any, xp: Any) -> tuple[Any, Any]:
+    B, V = q.shape
     T_hi, T_lo, T_eta = _accurate_sum(q, xp)
-    T = T_hi + T_lo
-    d = (T_hi - q) + T_lo  # T_hi - q is exact when q >= T_hi / 2 (Sterbenz)
-    dmin = float(xp.min(d)) * (1 - 8 * _U)
-    theta_d = 2.01 * _U + (_U * abs(T_lo) + T_eta) / dmin
+    T = (T_hi + T_lo)[:, None]
+    d = (T_hi[:, None] - q) + T_lo[:, None]  # T_hi - q is exact when q >= T_hi / 2 (Sterbenz)
+    dmin = xp.min(d, axis=-1) * (1 - 8 * _U)
+    theta_d = 2.01 * _U + (_U * xp.abs(T_lo) + T_eta) / dmin
     F = _exclusive(_cumsum(q / d, xp), xp)
-    rev = _cumsum(xp.flip(q), xp)
-    lam = xp.concat([xp.flip(rev), _zeros(xp, (1,), q)])
+    lam = xp.concat(
+        [xp.flip(_cumsum(xp.flip(q, axis=-1), xp), axis=-1), _zeros(xp, (B, 1), q)], axis=-1
+    )
     Phi = lam * (1.0 + F) / T
     D_cum = _depth_cumsum(V)
-    D_T = 1.01 + T_eta / (_U * T)
+    D_T = 1.01 + T_eta / (_U * T[:, 0])
     D = 1.25 * (D_cum + (D_cum + theta_d / _U + 1 + 1) + 2 + D_T) + 10
-    Qv = xp.clip(1.0 - Phi, 0.0, 1.0)
-    npos_pref = _exclusive(xp.cumulative_sum(xp.astype(q > 0, xp.int64)), xp)
+    Qv = bk.clip(1.0 - Phi, 0.0, 1.0)
+    npos_pref = _exclusive(xp.cumulative_sum(xp.astype(q > 0, xp.int64), axis=-1), xp)
     exact = (npos_pref < 2) | (lam == 0)
     Qv = xp.where(npos_pref < 2, xp.zeros_like(Qv), xp.where(lam == 0, xp.ones_like(Qv), Qv))
-    B = (_gamma(D) * Phi + 1.01 * _U) * (1 + 1e-6)
-    B = xp.where(exact, xp.zeros_like(B), B)
-    return Qv, float(xp.max(B))
+    Bd = (_gamma(D)[:, None] * Phi + 1.01 * _U) * (1 + 1e-6)
+    Bd = xp.where(exact, xp.zeros_like(Bd), Bd)
+    return Qv, xp.max(Bd, axis=-1)
 
 
-def _n1_row(q: Any, xp: Any) -> tuple[Any, float]:
-    V = q.shape[0]
+def _n1_rows(q: Any, xp: Any) -> tuple[Any, Any]:
+    V = q.shape[-1]
     T_hi, T_lo, T_eta = _accurate_sum(q, xp)
-    P = _exclusive(_cumsum(q, xp), xp)
-    Qv = xp.clip(P / (T_hi + T_lo), 0.0, 1.0)
-    D = _depth_cumsum(V) + 2 + T_eta / (_U * (T_hi + T_lo)) + 2
-    return Qv, float(_gamma(D) * (1 + 1e-6))
+    T = T_hi + T_lo
+    Qv = bk.clip(_exclusive(_cumsum(q, xp), xp) / T[:, None], 0.0, 1.0)
+    D = _depth_cumsum(V) + 2 + T_eta / (_U * T) + 2
+    return Qv, _gamma(D) * (1 + 1e-6)
 
 
 # ----------------------------------------------------------------------------------------------
 # public API
 # ----------------------------------------------------------------------------------------------
 def _rows(q_sorted: Any, n: Any, name: str = "q_sorted") -> tuple[Any, Any, int, bool]:
+    """Rows as (B, V) float64.  numpy rows are checked (errors name the row); torch tensors
+    only by shape: checking their values would read them on the host (a GPU synchronisation)."""
     n = V_.check_n(n)
     if n > N_MAX:
         raise ValueError(f"n: prefix_Q_without supports n <= {N_MAX}, got {n}")
@@ -593,21 +665,34 @@ def _rows(q_sorted: Any, n: Any, name: str = "q_sorted") -> tuple[Any, Any, int,
         )
     single = q.ndim == 1
     q2 = q[None, :] if single else q
-    ok_finite = xp.all(xp.isfinite(q2), axis=1)
-    ok_sign = xp.all(q2 >= 0, axis=1)
-    support = xp.sum(xp.astype(q2 > 0, xp.int64), axis=1)
-    for b in range(q2.shape[0]):
-        where = "" if single else f" row {b}"
-        if not bool(ok_finite[b]):
-            raise ValueError(f"{name}{where}: entries must be finite (check for NaN/inf)")
-        if not bool(ok_sign[b]):
-            raise ValueError(f"{name}{where}: entries must be >= 0")
-        if int(support[b]) < n:
-            raise ValueError(
-                f"{name}{where}: sequential sampling without replacement draws n={n} distinct "
-                f"tokens but only {int(support[b])} have positive mass; use n <= {int(support[b])}"
-            )
+    if q2.shape[-1] < n:
+        raise ValueError(
+            f"{name}: sequential sampling without replacement draws n={n} distinct tokens but "
+            f"there are only V={q2.shape[-1]}; use n <= {q2.shape[-1]}"
+        )
+    if is_numpy_array(q2):
+        ok_finite = np.all(np.isfinite(q2), axis=1)
+        ok_sign = np.all(q2 >= 0, axis=1)
+        support = np.count_nonzero(q2 > 0, axis=1)
+        for b in range(q2.shape[0]):
+            where = "" if single else f" row {b}"
+            if not ok_finite[b]:
+                raise ValueError(f"{name}{where}: entries must be finite (check for NaN/inf)")
+            if not ok_sign[b]:
+                raise ValueError(f"{name}{where}: entries must be >= 0")
+            if support[b] < n:
+                raise ValueError(
+                    f"{name}{where}: sequential sampling without replacement draws n={n} "
+                    f"distinct tokens but only {support[b]} have positive mass; "
+                    f"use n <= {support[b]}"
+                )
     return xp, q2, n, single
+
+
+def _finish(Q: Any, err: Any, single: bool) -> tuple[Any, Any]:
+    if single:
+        return Q[0], (float(err[0]) if is_numpy_array(err) else err[0])
+    return Q, err
 
 
 def prefix_Q_without(q_sorted: Any, n: int) -> tuple[Any, Any]:
@@ -620,22 +705,27 @@ def prefix_Q_without(q_sorted: Any, n: int) -> tuple[Any, Any]:
        e_m\bigl(\{e^{q(x)t} - 1\}_{x \in H}\bigr)\, dt,
 
     evaluated by exact sums over the heavy tokens and a certified Taylor series over the light
-    ones (module docstring).  n = 1 and n = 2 use closed forms.
+    ones (module docstring).  n = 1 and n = 2 use closed forms.  All rows are processed at once
+    with shapes fixed by (B, V, n); nothing is read back to the host, so on a GPU the call does
+    not synchronise.
 
     Parameters
     ----------
     q_sorted : (V,) or (B, V) array_like (numpy or torch)
         The draft distribution q, already permuted into the prefix order.  Rows need not sum
         exactly to 1: the law is that of ``q / q.sum()``.  float32 is computed in float64.
+        numpy rows must be finite, >= 0, with at least n positive entries (ValueError naming
+        the row otherwise); torch tensors are not value-checked (that would synchronise a GPU):
+        :func:`mdsd_ot.torch.alpha_star` validates them on the device first.
     n : int
-        Number of drafts, 1 <= n <= :data:`N_MAX`; each row needs at least n positive entries.
+        Number of drafts, 1 <= n <= :data:`N_MAX`.
 
     Returns
     -------
     Q_prefix : (..., V+1) array of float64 (same library and device as ``q_sorted``)
         ``Q_prefix[..., k]`` = Q(first k tokens); ``Q_prefix[..., 0] = 0``.
-    err_bound : float or (B,) array of float64 (numpy)
-        A rigorous bound on ``|Q_prefix - Q|`` over all k (truncation and rounding).
+    err_bound : float or (B,) array of float64 (numpy); 0-d or (B,) tensor (torch, same device)
+        A rigorous bound on ``|Q_prefix - Q|`` over all k (truncation and rounding), per row.
 
     Examples
     --------
@@ -647,20 +737,13 @@ def prefix_Q_without(q_sorted: Any, n: int) -> tuple[Any, Any]:
     (0.24126984127, True)
     """
     xp, q2, n, single = _rows(q_sorted, n)
-    rows, errs = [], []
-    for b in range(q2.shape[0]):
-        r = q2[b]
-        if n == 1:
-            Qr, e = _n1_row(r, xp)
-        elif n == 2:
-            Qr, e = _n2_row(r, xp)
-        else:
-            Qr, e = _series_row(r, n, xp)
-        rows.append(Qr)
-        errs.append(e)
-    if single:
-        return rows[0], errs[0]
-    return xp.stack(rows), np.array(errs)
+    if n == 1:
+        Q, err = _n1_rows(q2, xp)
+    elif n == 2:
+        Q, err = _n2_rows(q2, xp)
+    else:
+        Q, err = _series(q2, n, xp)
+    return _finish(Q, err, single)
 
 
 def prefix_Q_without_n2(q_sorted: Any, *, series: bool = False) -> tuple[Any, Any]:
@@ -684,14 +767,8 @@ def prefix_Q_without_n2(q_sorted: Any, *, series: bool = False) -> tuple[Any, An
     True
     """
     xp, q2, n, single = _rows(q_sorted, 2)
-    rows, errs = [], []
-    for b in range(q2.shape[0]):
-        Qr, e = _series_row(q2[b], 2, xp) if series else _n2_row(q2[b], xp)
-        rows.append(Qr)
-        errs.append(e)
-    if single:
-        return rows[0], errs[0]
-    return xp.stack(rows), np.array(errs)
+    Q, err = _series(q2, 2, xp) if series else _n2_rows(q2, xp)
+    return _finish(Q, err, single)
 
 
 # ----------------------------------------------------------------------------------------------
