@@ -100,4 +100,6 @@ def alpha_star(p: Any, draft: DraftLaw, method: str = DEFAULT_METHOD) -> float:
     0.75
     """
     return solve(p, draft, method).alpha
+
+
 from . import fast as _fast  # noqa: E402,F401  (registers method "fast")
