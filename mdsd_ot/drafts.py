@@ -146,7 +146,7 @@ class DraftLaw:
         if exact is None:
             exact = self.rational
         V_.check_size(
-            self._support_size_bound(),
+            self.support_size_bound(),
             JOINT_MAX_ENTRIES,
             f"the joint law of {self!r}",
             "use Q(H) or the set-reduced form (method='reduced'), or the fast solver "
@@ -154,7 +154,11 @@ class DraftLaw:
         )
         return {t: w for t, w in self._items(exact) if w != 0}
 
-    def _support_size_bound(self) -> int:
+    def support_size_bound(self) -> int:
+        """An upper bound on the number of draft tuples with positive probability.
+
+        Exact methods use it to refuse an instance before enumerating its support.
+        """
         return self.V**self.n
 
     def _items(self, exact: bool) -> Iterable[tuple[tuple[int, ...], Number]]:
@@ -250,7 +254,7 @@ class WithReplacement(_QLaw):
         for t in itertools.product(sup, repeat=self.n):
             yield t, math.prod((qv[i] for i in t), start=Fraction(1) if exact else 1.0)
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         return int(np.count_nonzero(self.q)) ** self.n
 
     def sample(self, rng, size):
@@ -318,7 +322,7 @@ class WithoutReplacement(_QLaw):
         for t in itertools.permutations(sup, self.n):
             yield t, _without_prob(qv, t, one)
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         k = int(np.count_nonzero(self.q))
         return math.perm(k, self.n)
 
@@ -378,7 +382,7 @@ class ConditionalPoisson(_QLaw):
         for t in itertools.permutations(sup, self.n):
             yield t, math.prod((qv[i] for i in t), start=Fraction(1) if exact else 1.0) / (en * nf)
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         return math.perm(int(np.count_nonzero(self.q)), self.n)
 
     def sample(self, rng, size):
@@ -459,7 +463,7 @@ class Product(DraftLaw):
                 ),
             )
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         return math.prod(int(np.count_nonzero(q)) for q in self.qs)
 
     def sample(self, rng, size):
@@ -520,7 +524,7 @@ class Greedy(_QLaw):
             if qp[x] > 0:
                 yield (*self.T, x), qp[x]
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         return self.V
 
     def sample(self, rng, size):
@@ -574,7 +578,7 @@ class SpecHub(_QLaw):
                 yield (a, x), qv[a] * qv[x] / rest  # rest, not 1 - q(a): no cancellation
                 yield (x, a), qv[x]
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         return 2 * self.V
 
     def sample(self, rng, size):
@@ -635,7 +639,7 @@ class Explicit(DraftLaw):
         for k in np.flatnonzero(self._flat.float):
             yield tuple(int(i) for i in np.unravel_index(k, self._table.shape)), vals[int(k)]
 
-    def _support_size_bound(self):
+    def support_size_bound(self):
         return int(np.count_nonzero(self._flat.float))
 
     def joint(self, max_entries=None):

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import typer
@@ -53,3 +53,28 @@ def bad_input_exits_2(func: F) -> F:
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# -- options shared by the commands that take one instance (crosscheck, solve) ---------------
+SCHEME_HELP = "with | without | conditional-poisson | product | greedy | spechub"
+
+POption = Annotated[
+    str | None,
+    typer.Option("--p", help="Target p: comma list (0.2,0.8 or 1/5,4/5) or .npy/.json."),
+]
+QOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--q",
+        help="Draft q: comma list or .npy/.json. For --scheme product repeat it once "
+        "per draft, or give a .json list of lists.",
+    ),
+]
+NOption = Annotated[int | None, typer.Option("-n", "--drafts", help="Number of drafts.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def check_drafts_option(n: int | None) -> None:
+    """Reject ``-n`` below 1 with the validator's kind of message."""
+    if n is not None and n < 1:
+        raise ValueError(f"-n: the number of drafts must be >= 1, got {n}")

@@ -33,7 +33,16 @@ from ..crosscheck import (
     random_instances,
 )
 from ..drafts import make
-from ._common import bad_input_exits_2, read_vector
+from ._common import (
+    SCHEME_HELP,
+    JsonOption,
+    NOption,
+    POption,
+    QOption,
+    bad_input_exits_2,
+    check_drafts_option,
+    read_vector,
+)
 
 __all__ = ["register", "instance_from_options", "render_report"]
 
@@ -181,24 +190,12 @@ def register(app: typer.Typer) -> None:
     @app.command("crosscheck")
     @bad_input_exits_2
     def crosscheck_cmd(
-        p: Annotated[
-            str | None,
-            typer.Option("--p", help="Target p: comma list (0.2,0.8 or 1/5,4/5) or .npy/.json."),
-        ] = None,
-        q: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--q",
-                help="Draft q: comma list or .npy/.json. For --scheme product repeat it once "
-                "per draft, or give a .json list of lists.",
-            ),
-        ] = None,
-        n: Annotated[int | None, typer.Option("-n", "--drafts", help="Number of drafts.")] = None,
+        p: POption = None,
+        q: QOption = None,
+        n: NOption = None,
         scheme: Annotated[
             str | None,
-            typer.Option(
-                "--scheme", help="with | without | conditional-poisson | product | greedy | spechub"
-            ),
+            typer.Option("--scheme", help=SCHEME_HELP),
         ] = None,
         vocab: Annotated[
             int | None, typer.Option("--vocab", help="Random instances over this many tokens.")
@@ -225,11 +222,10 @@ def register(app: typer.Typer) -> None:
                 help="Also check an optimal plan and set exactly (weak duality in Fractions).",
             ),
         ] = True,
-        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Solve instances with every exact formulation and check that α* agrees (T1)."""
-        if n is not None and n < 1:
-            raise ValueError(f"-n: the number of drafts must be >= 1, got {n}")
+        check_drafts_option(n)
         if p is not None or q:
             if vocab is not None or trials is not None:
                 raise ValueError("--vocab/--trials: give either --p/--q or --vocab, not both")

@@ -21,7 +21,15 @@ import typer
 
 from ..api import DEFAULT_METHOD, solve
 from ..result import Result
-from ._common import bad_input_exits_2
+from ._common import (
+    SCHEME_HELP,
+    JsonOption,
+    NOption,
+    POption,
+    QOption,
+    bad_input_exits_2,
+    check_drafts_option,
+)
 from .crosscheck import instance_from_options
 
 __all__ = ["register", "write_plan"]
@@ -108,24 +116,12 @@ def register(app: typer.Typer) -> None:
     @app.command("solve")
     @bad_input_exits_2
     def solve_cmd(
-        p: Annotated[
-            str | None,
-            typer.Option("--p", help="Target p: comma list (0.2,0.8 or 1/5,4/5) or .npy/.json."),
-        ] = None,
-        q: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--q",
-                help="Draft q: comma list or .npy/.json. For --scheme product repeat it once "
-                "per draft, or give a .json list of lists.",
-            ),
-        ] = None,
-        n: Annotated[int | None, typer.Option("-n", "--drafts", help="Number of drafts.")] = None,
+        p: POption = None,
+        q: QOption = None,
+        n: NOption = None,
         scheme: Annotated[
             str,
-            typer.Option(
-                "--scheme", help="with | without | conditional-poisson | product | greedy | spechub"
-            ),
+            typer.Option("--scheme", help=SCHEME_HELP),
         ] = "with",
         method: Annotated[
             str, typer.Option("--method", help="A method of mdsd_ot.METHODS, or auto.")
@@ -134,11 +130,10 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--plan", help="Write the transport plan to this .npy or .json file."),
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Solve one instance: print α*, an optimal set H* and the time."""
-        if n is not None and n < 1:
-            raise ValueError(f"-n: the number of drafts must be >= 1, got {n}")
+        check_drafts_option(n)
         inst = instance_from_options(p, q, n, scheme)
         if plan is not None and Path(plan).suffix not in (".npy", ".json"):
             raise ValueError(f"--plan: give a file name ending in .npy or .json, got {plan!r}")

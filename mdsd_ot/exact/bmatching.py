@@ -110,8 +110,7 @@ class DraftGraph:
 
 def support_bound(draft: DraftLaw) -> int:
     """An upper bound on |supp(p_draft)| known without enumerating it."""
-    bound = getattr(draft, "_support_size_bound", None)
-    return int(bound()) if callable(bound) else draft.V**draft.n
+    return int(draft.support_size_bound())
 
 
 def draft_graph(draft: DraftLaw, exact: bool = False) -> DraftGraph:

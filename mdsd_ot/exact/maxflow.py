@@ -540,7 +540,7 @@ def tuple_flow(p: Any, draft: DraftLaw, *, exact: bool = True) -> dict[str, Any]
     if exact:
         hint = _HINT + " or 'maxflow-scipy'"
         what = "the exact max-flow (networkx; draft tuples)"
-        V_.check_size(draft._support_size_bound(), MAX_TUPLES_EXACT, what, hint)
+        V_.check_size(draft.support_size_bound(), MAX_TUPLES_EXACT, what, hint)
         items = draft.joint_items(exact=True)
         tuples = list(items)
         edges = [(i, r) for r, t in enumerate(tuples) for i in sorted(set(t))]

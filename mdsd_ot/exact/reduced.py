@@ -295,7 +295,7 @@ def set_count_bound(draft: DraftLaw) -> int:
         return math.comb(int(np.count_nonzero(draft.q)), n)
     if scheme in ("greedy", "spechub"):
         return draft.V
-    return draft._support_size_bound()
+    return draft.support_size_bound()
 
 
 def set_weight_table(draft: DraftLaw, exact: bool | None = None) -> SetWeights:
