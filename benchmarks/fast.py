@@ -29,17 +29,6 @@ from mdsd_ot.fast import alpha_star, solve_rows
 V_BIG = 152_064
 
 
-def _have_without_n3() -> bool:
-    """True once mdsd_ot.fast.without (sequential drafts, n >= 3) provides prefix_Q_without."""
-    try:
-        from mdsd_ot.fast.without import prefix_Q_without  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-HAVE_WITHOUT_N3 = _have_without_n3()
-
 #: (scheme, n, target ratio to np.argsort) from the issue.
 CASES = [
     ("with", 2, 1.5),
@@ -97,7 +86,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=None)
     args = ap.parse_args()
     R = args.repeats or (5 if args.quick else 15)
-    cases = [c for c in CASES if c[0] != "without" or c[1] == 2 or HAVE_WITHOUT_N3]
+    cases = CASES
 
     P, Q = realistic(64, V_BIG, seed=1)
     p, q = P[0].copy(), Q[0].copy()
@@ -125,8 +114,6 @@ def main() -> None:
         tgt = "-" if target is None else f"{target:g}x"
         ok = "" if target is None else ("  ok" if r["core"] <= target else "  OVER")
         print(f"  {s:>20} {n:>2} {r['public']:>7.2f}x {r['core']:>7.2f}x {tgt:>7}{ok}")
-    if not HAVE_WITHOUT_N3:
-        print("  (without n >= 3: mdsd_ot.fast.without not installed yet; skipped)")
 
     B = 64
     print(f"\n2. batched B = {B}: core cost per row / single-row core cost (target <= 1):")
@@ -151,15 +138,12 @@ def main() -> None:
         Pv, Qv = realistic(rows, V, seed=2)
         for n in (2, 3, 4):
             cp = alpha_star(Pv, Qv, n=n, scheme="conditional-poisson")
-            if n == 2 or HAVE_WITHOUT_N3:
-                wo = alpha_star(Pv, Qv, n=n, scheme="without")
-                d = cp - wo
-                print(
-                    f"  V={V:>7,} n={n}: without {wo.mean():.4f}, e_n {cp.mean():.4f}, "
-                    f"e_n - without: mean {d.mean():+.2e}, max {d.max():+.2e}, min {d.min():+.2e}"
-                )
-            else:
-                print(f"  V={V:>7,} n={n}: e_n {cp.mean():.4f}; without n/a (module missing)")
+            wo = alpha_star(Pv, Qv, n=n, scheme="without")
+            d = cp - wo
+            print(
+                f"  V={V:>7,} n={n}: without {wo.mean():.4f}, e_n {cp.mean():.4f}, "
+                f"e_n - without: mean {d.mean():+.2e}, max {d.max():+.2e}, min {d.min():+.2e}"
+            )
 
 
 if __name__ == "__main__":

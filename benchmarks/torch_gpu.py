@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fast import HAVE_WITHOUT_N3, realistic  # noqa: E402  (the same realistic inputs)
+from fast import realistic  # noqa: E402  (the same realistic inputs)
 
 import mdsd_ot.torch as mt  # noqa: E402
 from mdsd_ot.fast import solve_rows  # noqa: E402
@@ -120,7 +120,7 @@ def main() -> None:
     Bs = args.B or ([8, 64] if args.quick else [64, 1024])
     R = args.repeats or (3 if args.quick else 10)
     timer = Timer(device)
-    cases = [c for c in CASES if not (c[0] == "without" and c[1] >= 3) or HAVE_WITHOUT_N3]
+    cases = CASES
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"device: {name}; torch {torch.__version__}; threads {torch.get_num_threads()}")
     print("ratio = median over rounds of time / torch.sort(keys) of the same (B, V) tensor")

@@ -24,18 +24,6 @@ from mdsd_ot.fast import alpha_star, error_bound
 from mdsd_ot.fast.greedy import greedy_top_mask
 from mdsd_ot.fast.prefix import prefix_min, sort_key
 
-
-def _have_without_n3() -> bool:
-    """True once mdsd_ot.fast.without (sequential drafts, n >= 3) provides prefix_Q_without."""
-    try:
-        from mdsd_ot.fast.without import prefix_Q_without  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-HAVE_WITHOUT_N3 = _have_without_n3()
-
 LAWS = {
     "with": D.WithReplacement,
     "without": D.WithoutReplacement,
@@ -56,11 +44,8 @@ def _bank_cases():
 
 def test_bank_within_1e12():
     """Every applicable bank instance (with, without, conditional Poisson, greedy) to 1e-12."""
-    checked = skipped = 0
+    checked = 0
     for k, inst in _bank_cases():
-        if inst["scheme"] == "without" and inst["n"] >= 3 and not HAVE_WITHOUT_N3:
-            skipped += 1
-            continue
         law = bank_law(inst)
         p = [float(Fraction(x)) for x in inst["p"]]
         q = list(map(float, law.qvals(False))) if law.q is not None else None
@@ -72,7 +57,7 @@ def test_bank_within_1e12():
         val = sum((pex[i] for i in np.flatnonzero(H)), Fraction(0)) + 1 - law.Q(H, exact=True)
         assert abs(float(val - exact)) <= 1e-12, (k, inst, H)
         checked += 1
-    assert checked >= 150 - skipped, (checked, skipped)
+    assert checked >= 150, checked
 
 
 def test_method_fast_via_solve():
@@ -132,7 +117,7 @@ def _check_instances(scheme: str, count: int, seed: int) -> int:
         elif scheme == "spechub":
             n = 2
         else:
-            top = support if scheme != "without" or HAVE_WITHOUT_N3 else min(support, 2)
+            top = support
             # n = the support size at least one time in four
             n = top if rng.random() < 0.25 else int(rng.integers(1, top + 1))
         try:
@@ -226,7 +211,7 @@ def test_batched_equals_row_by_row(block, monkeypatch):
         ("greedy", 3),
         ("single", 1),
         ("spechub", 2),
-        *([("without", 3)] if HAVE_WITHOUT_N3 else []),
+        ("without", 3),
     ]:
         a, H = alpha_star(p, q, n=n, scheme=scheme, return_set=True)
         assert a.shape == (B,) and H.shape == (B, V) and H.dtype == bool

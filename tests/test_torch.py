@@ -17,18 +17,6 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 import mdsd_ot.fast as fast  # noqa: E402
 import mdsd_ot.torch as mt  # noqa: E402
 
-
-def _have_without_n3() -> bool:
-    """True once mdsd_ot.fast.without (sequential drafts, n >= 3) provides prefix_Q_without."""
-    try:
-        from mdsd_ot.fast.without import prefix_Q_without  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-HAVE_WITHOUT_N3 = _have_without_n3()
-
 CASES = [
     ("with", 1),
     ("with", 2),
@@ -40,9 +28,9 @@ CASES = [
     ("greedy", 4),
     ("spechub", 2),
     ("single", 1),
+    ("without", 3),
+    ("without", 4),
 ]
-if HAVE_WITHOUT_N3:
-    CASES += [("without", 3), ("without", 4)]
 
 
 @pytest.fixture(autouse=True, scope="module")
