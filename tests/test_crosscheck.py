@@ -337,3 +337,11 @@ def test_cli_bad_input_exits_2(args, match):
     assert len(err.splitlines()) == 1, err
     assert "Traceback" not in res.output and match in err
     assert res.stdout == ""
+
+
+def test_report_keeps_square_brackets_of_install_hints(capsys):
+    # rich markup would swallow "[test]" in "pip install 'mdsd-ot[test]'" unless escaped
+    report = crosscheck(builtin_instances()[:1], methods=["subset"], certify=False)
+    report.excluded["emd"] = "not installed (pip install 'mdsd-ot[test]')"
+    cli_crosscheck.render_report(report)
+    assert "mdsd-ot[test]" in capsys.readouterr().out

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
+from rich.markup import escape
 
 from ..crosscheck import (
     DEFAULT_TOL,
@@ -148,10 +149,10 @@ def render_report(report: CrosscheckReport) -> None:
             rows.append((f"certificate {mark}", _fmt_alpha(float(Fraction(c["alpha"]))), how))
         for m, why in r.skipped.items():
             rows.append((m, "[dim]skipped[/dim]", ""))
-            notes.append(f"[dim]skipped: {m} on '{r.instance.label}': {why}[/dim]")
+            notes.append(f"[dim]skipped: {m} on '{r.instance.label}': {escape(why)}[/dim]")
         for m, why in r.errors.items():
             rows.append((m, "[red]error[/red]", ""))
-            notes.append(f"[red]error: {m} on '{r.instance.label}': {why}[/red]")
+            notes.append(f"[red]error: {m} on '{r.instance.label}': {escape(why)}[/red]")
         cells = [r.instance.label]
         if r.alpha_exact is not None and len(str(r.alpha_exact)) <= 24:
             cells.append(f"[dim]exact α* = {r.alpha_exact}[/dim]")
@@ -172,7 +173,7 @@ def render_report(report: CrosscheckReport) -> None:
     for line in notes:
         console.print(line, overflow="fold")
     for m, why in report.excluded.items():
-        console.print(f"[dim]not run: {m} ({why})[/dim]")
+        console.print(f"[dim]not run: {m} ({escape(why)})[/dim]")
     bad = sum(not r.ok for r in report.instances)
     summary = (
         f"{len(report.instances)} instances, {len(report.methods)} methods, "
