@@ -221,13 +221,15 @@ def supermodularity_violation(
 
 
 def set_weights(draft: DraftLaw, exact: bool | None = None) -> dict[frozenset, Any]:
-    r"""The set-reduced weights :math:`w_S = \Pr[\mathrm{set}(\bar i) = S]` from the joint law."""
+    r"""The non-zero set-reduced weights :math:`w_S = \Pr[\mathrm{set}(\bar i) = S]`.
+
+    The closed forms of :func:`mdsd_ot.exact.reduced.set_weights`, zeros dropped, so they can be
+    compared with :func:`mobius_weights` (T6).
+    """
+    from ..exact.reduced import set_weights as reduced_set_weights
+
     ex = _exact_flag(draft, exact)
-    w: dict[frozenset, Any] = {}
-    for t, pr in draft.joint_items(exact=ex).items():
-        S = frozenset(t)
-        w[S] = w.get(S, Fraction(0) if ex else 0.0) + pr
-    return w
+    return {S: w for S, w in reduced_set_weights(draft, exact=ex).items() if w != 0}
 
 
 def mobius_weights(draft: DraftLaw, exact: bool | None = None) -> dict[frozenset, Any]:
