@@ -374,3 +374,13 @@ def test_refuses_too_large(method, what):
     msg = str(info.value)
     assert "instance too large" in msg and "method='fast'" in msg and "'reduced'" in msg
     assert "1,600,000,000" in msg or "320,000,000,000" in msg or "6,400,000,000" in msg
+
+
+def test_dual_ip_terminates_on_tiny_masses():
+    """T2 on an instance where HiGHS's MIP without presolve never finished (1e-16 masses)."""
+    law = D.ConditionalPoisson([0.23560215273879043, 0.7643978472612095, 8.486520900032986e-17], 2)
+    p = [0.0, 0.9999999997172946, 2.8270541463371046e-10]
+    lp = w_vertex_cover(p, law)
+    ip = w_vertex_cover(p, law, integer=True)
+    assert abs(lp["value"] - ip["value"]) <= 1e-9  # LP optimum = 0/1 optimum (T2)
+    assert lp["integral"] and ip["integral"]

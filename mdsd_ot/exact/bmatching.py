@@ -449,7 +449,11 @@ _ATTEMPTS: tuple[dict[str, Any], ...] = (
 
 #: For the 0/1 program presolve goes first *off*: with masses near 1e-10 HiGHS's MIP presolve
 #: returned 0/1 points up to 1.6e-9 above the optimum (seen on seeded random instances).
-_MIP_ATTEMPTS: tuple[dict[str, Any], ...] = ({"presolve": "off"}, {})
+#: Without presolve, HiGHS's branch and bound never finished on a 3-token instance with a
+#: 1e-16 mass (tests/test_exact_lp.py::test_dual_ip_terminates_on_tiny_masses), and a
+#: ``time_limit`` there could deadlock HiGHS's task scheduler on the next solve; a node limit
+#: ends that attempt cleanly (a 0/1 vertex of (10) is found at the root otherwise, T2).
+_MIP_ATTEMPTS: tuple[dict[str, Any], ...] = ({"presolve": "off", "mip_max_nodes": 10_000}, {})
 
 
 def solve_highs_lp(lp, *, tol: float = LP_TOL, mip: bool = False, attempts=None, basis: Any = None):
