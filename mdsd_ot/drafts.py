@@ -1,4 +1,4 @@
-r"""Draft laws: the joint law ``p_draft`` of the n drafted tokens (theory.md, "Draft constructions").
+r"""Draft laws: the joint law ``p_draft`` of the n drafted tokens (docs/reference.md, "Draft constructions").
 
 Each law exposes
 

@@ -11,14 +11,15 @@ import pytest
 
 from mdsd_ot import drafts
 
-BANK_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "alpha_bank.json"
+#: The reference bank, kept in the repository with its provenance (see the file's "provenance").
+BANK_PATH = Path(__file__).resolve().parent / "data" / "alpha_bank.json"
 
 
 def load_bank() -> list[dict]:
     """The 192 rational instances with independently computed exact alpha*."""
-    if not BANK_PATH.exists():  # pragma: no cover - the bank ships beside the repo
-        pytest.skip(f"reference bank not found at {BANK_PATH}")
-    return json.loads(BANK_PATH.read_text())["instances"]
+    instances = json.loads(BANK_PATH.read_text())["instances"]
+    assert len(instances) == 192, f"{BANK_PATH}: expected 192 instances, found {len(instances)}"
+    return instances
 
 
 def bank_law(inst: dict):

@@ -1,4 +1,4 @@
-"""Draft laws (theory.md, "Draft constructions"): Q(H), joint tables, sampling, T12."""
+"""Draft laws (docs/reference.md, "Draft constructions"): Q(H), joint tables, sampling, T12."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_joint_sums_to_one_and_Q_matches_joint_exactly(n):
 
 
 def test_T12_sequential_is_not_conditional_poisson():
-    # theory.md T12: q = (0.5, 0.3, 0.2), n = 2, H = {0, 1}.
+    # docs/reference.md T12: q = (0.5, 0.3, 0.2), n = 2, H = {0, 1}.
     seq = WithoutReplacement(Q3, 2).Q([0, 1])
     cp = ConditionalPoisson(Q3, 2).Q([0, 1])
     assert seq == F(18, 35)  # 0.514286
@@ -69,7 +69,7 @@ def test_T12_sequential_is_not_conditional_poisson():
 
 
 def test_without_n2_closed_form():
-    # theory.md: Q(H) = q(H) - (1 - q(H)) * sum_{i in H} q(i) / (1 - q(i)) for n = 2.
+    # docs/reference.md: Q(H) = q(H) - (1 - q(H)) * sum_{i in H} q(i) / (1 - q(i)) for n = 2.
     rng = np.random.default_rng(0)
     for _ in range(20):
         q = [F(int(x)) for x in rng.integers(1, 20, size=5)]
@@ -89,7 +89,7 @@ def test_greedy_tie_rule_and_spechub_share_Q():
     g2, s = Greedy(q, 2), SpecHub(q)
     assert g2.T == (0,) and s.a == 0
     for H in subsets(5):
-        assert g2.Q(H) == s.Q(H)  # theory.md: greedy (n = 2) and SpecHub have the same Q
+        assert g2.Q(H) == s.Q(H)  # docs/reference.md: greedy (n = 2) and SpecHub have the same Q
     assert g2.joint_items() != s.joint_items()  # but different joint laws
 
 

@@ -129,7 +129,7 @@ def test_matches_reference_V2000(V, n):
 
 
 def test_n2_closed_form_vs_series():
-    """n = 2: closed form (theory.md) and the general series method agree within both bounds."""
+    """n = 2: closed form (docs/reference.md) and the general series method agree within both bounds."""
     rng = np.random.default_rng(2)
     for kind in range(6):
         q = _q(rng, 300, kind)

@@ -1,4 +1,4 @@
-"""Max-flow / min-cut form (theory.md "Max-flow"; T1): exact networkx and refined scipy solvers.
+"""Max-flow / min-cut form (docs/reference.md "Max-flow"; T1): exact networkx and refined scipy solvers.
 
 Tolerances: "maxflow" is exact (Fraction equality); "maxflow-scipy" must lie within the accuracy
 it states per result (grid 2^-60 plus the float error of the weights), which itself must stay

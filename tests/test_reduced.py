@@ -1,4 +1,4 @@
-"""The set-reduced flow (theory.md "Set-reduced flow"; T1, T6, T7).
+"""The set-reduced flow (docs/reference.md "Set-reduced flow"; T1, T6, T7).
 
 - Closed-form set weights equal the aggregation of the enumerated joint law, exactly.
 - Q(H) = Σ_{S⊆H} w_S for every H (the identity behind T6's "every Q is supermodular").
@@ -181,7 +181,7 @@ def test_t1_reduced_float_route_within_accuracy():
 def _prefix_alpha(p, q, n, scheme, order):
     """T7 prefix scan (independent of the weights): min over prefixes of P(H) + 1 - Q(H), with
     Q(H) = q(H)^n (with replacement) or, for n = 2 without replacement, the closed form of
-    theory.md: Q(H) = q(H) - (1 - q(H)) Σ_{i∈H} q(i)/(1 - q(i))."""
+    docs/reference.md: Q(H) = q(H) - (1 - q(H)) Σ_{i∈H} q(i)/(1 - q(i))."""
     best, H = 2.0, np.zeros(len(p), dtype=bool)
     for k in range(len(p) + 1):
         H[:] = False

@@ -168,7 +168,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--out", help="Save alpha*: .npy, .pt, .json or .csv.")
         ] = None,
     ) -> None:
-        """α* of every position (row) of a batch with the fast solver (theory.md T7)."""
+        """α* of every position (row) of a batch with the fast solver (docs/reference.md T7)."""
         p = load_rows(p_file, "p")
         q = load_rows(q_file, "q")
         a, secs, label = run_alpha(p, q, n, scheme, device, dtype)

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
             None, "--save", help="Write the witnesses found to FILE (readable by --witness)."
         ),
     ) -> None:
-        """Run the claims of theory.md: theorems must hold, known-false ones must be refuted.
+        """Run the claims of docs/reference.md: theorems must hold, known-false ones must be refuted.
 
         Exit code 0 when every claim behaves as expected, 1 otherwise, 2 on bad input.
         """

@@ -1,4 +1,4 @@
-"""The explicit MDSD transport problem for small V, one module per form of theory.md.
+"""The explicit MDSD transport problem for small V, one module per form of docs/reference.md.
 
 Importing this package registers every method in :data:`METHODS`.
 """

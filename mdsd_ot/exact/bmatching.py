@@ -1,7 +1,7 @@
 r"""The b-matching LP (9) on the bipartite draft graph, and the Lemma 1 completion of a matching.
 
 The draft graph has the tokens i ∈ Σ on one side, the tuples ī ∈ supp(p_draft) on the other, and
-an edge (i, ī) whenever i ∈ ī (theory.md, "b-matching (9)"):
+an edge (i, ī) whenever i ∈ ī (docs/reference.md, "b-matching (9)"):
 
 .. math::
 

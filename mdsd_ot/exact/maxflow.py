@@ -1,4 +1,4 @@
-r"""Max-flow / min-cut form of the MDSD transport problem (theory.md, "Max-flow"; T1).
+r"""Max-flow / min-cut form of the MDSD transport problem (docs/reference.md, "Max-flow"; T1).
 
 The network has a source, one node per token i (edge source → i of capacity p(i)), one node per
 draft tuple ī (edge ī → sink of capacity p_draft(ī)), and an unbounded edge i → ī whenever

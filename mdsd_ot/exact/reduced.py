@@ -1,4 +1,4 @@
-r"""The set-reduced flow (theory.md, "Set-reduced flow"; T1): tuples merged by their set of tokens.
+r"""The set-reduced flow (docs/reference.md, "Set-reduced flow"; T1): tuples merged by their set of tokens.
 
 Two draft tuples with the same set of distinct tokens have the same neighbours in the bipartite
 graph, so they merge into one node S ⊆ Σ, |S| ≤ n, of capacity

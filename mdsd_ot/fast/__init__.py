@@ -1,4 +1,4 @@
-r"""Exact α* in O(V log V) for q-convex draft laws (theory.md T7), batched, numpy or torch.
+r"""Exact α* in O(V log V) for q-convex draft laws (docs/reference.md T7), batched, numpy or torch.
 
 .. math::
 
@@ -151,7 +151,7 @@ def _route(draft: Any) -> tuple[str, int, np.ndarray]:
         D.WithoutReplacement: "without",
         D.ConditionalPoisson: "conditional-poisson",
         D.Greedy: "greedy",
-        D.SpecHub: "greedy",  # same Q as greedy with n = 2 (theory.md, SpecHub)
+        D.SpecHub: "greedy",  # same Q as greedy with n = 2 (docs/reference.md, SpecHub)
     }
     for cls, scheme in routes.items():
         if type(draft) is cls:

@@ -81,7 +81,7 @@ def prefix_Q_with(qs: Any, n: int) -> Any:
 
 
 def prefix_Q_without2(qs: Any) -> Any:
-    r"""Sequential without replacement, n = 2, on every prefix (theory.md, closed form).
+    r"""Sequential without replacement, n = 2, on every prefix (docs/reference.md, closed form).
 
     .. math::
 

@@ -1,6 +1,6 @@
 r"""Sequential sampling without replacement: Q on every prefix, with a certified error bound.
 
-For the sequential without-replacement law (theory.md, "Draft constructions"; not the
+For the sequential without-replacement law (docs/reference.md, "Draft constructions"; not the
 conditional-Poisson law, T12) and a fixed order of the tokens, :func:`prefix_Q_without` returns
 
 .. math::
@@ -16,7 +16,7 @@ synchronisation: numpy arrays and torch tensors (any device) run the same code.
 The formula
 -----------
 With :math:`T = \sum_x q(x)` (the law is that of :math:`q / T`), :math:`\lambda = q(H^c)` and the
-exponential-clock identity of theory.md,
+exponential-clock identity of docs/reference.md,
 
 .. math::
 
@@ -98,7 +98,7 @@ series diverged, which :math:`m \ge 3n - 4` excludes).  On realistic inputs (tem
 V = 152,064) the bound is about 1e-13 for n = 3, 4 and below 1e-10 up to n = 8; see
 ``benchmarks/without.py``.
 
-Why this method and not quadrature of the integral form (theory.md's other route)?  Nodes
+Why this method and not quadrature of the integral form (docs/reference.md's other route)?  Nodes
 shared by all prefixes (needed to vectorise the prefix DP as cumulative sums) must integrate
 :math:`\lambda e^{-\lambda t} \Pr[N_H(t) \le n-1]` for every :math:`\lambda = q(H^c)` at once,
 with decay rates down to :math:`1 - (\text{top } n-1 \text{ masses})` (1e-2 or less for peaked
@@ -754,7 +754,7 @@ def prefix_Q_without_n2(q_sorted: Any, *, series: bool = False) -> tuple[Any, An
        Q(H) = \frac{1}{T}\Bigl[q(H) - q(H^c) \sum_{x \in H} \frac{q(x)}{T - q(x)}\Bigr],
        \qquad T = \sum_x q(x)
 
-    (theory.md; O(1) per prefix with running sums).  The two routes share nothing but the
+    (docs/reference.md; O(1) per prefix with running sums).  The two routes share nothing but the
     input, so they cross-check each other (tests/test_fast_without.py).
 
     Examples
@@ -866,7 +866,7 @@ def exact_prefix_Q_without(q_sorted: Any, n: int, *, exact: bool | None = None) 
        G_D(0) = \frac{\sum_{x \in D} q(x)\, G_{D \setminus x}(0)}{T - q(D)}, \quad
        G_\emptyset(0) = \frac1T,
 
-    (each term positive; :math:`\sum_{|D| = m} G_D(0) = I_m(H)` of theory.md).  Summed along the
+    (each term positive; :math:`\sum_{|D| = m} G_D(0) = I_m(H)` of docs/reference.md).  Summed along the
     prefixes incrementally: the terms new at prefix k are the sets containing token k.
 
     Parameters

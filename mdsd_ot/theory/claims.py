@@ -1,4 +1,4 @@
-r"""The claims registry: every claim T1..T12 of theory.md as an executable check.
+r"""The claims registry: every claim T1..T12 of docs/reference.md as an executable check.
 
 Each :class:`Claim` has an id, the statement, a reference, how its instances are generated, and a
 check run on ``trials`` seeded instances.  Theorems (``expect="holds"``) must hold; the known-false
@@ -82,7 +82,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of theory.md with its executable check."""
+    """One claim of docs/reference.md with its executable check."""
 
     id: str
     statement: str
@@ -1019,7 +1019,7 @@ CLAIMS: dict[str, Claim] = {
             "T1",
             "For any p and draft law: primal LP = b-matching = max-flow = set-reduced flow "
             "= dual LP = subset selection.",
-            f"theory.md T1; {_H} §3",
+            f"docs/reference.md T1; {_H} §3",
             "random rational p (with zeros) and laws of every scheme incl. explicit, V ≤ 3, n ≤ 2; "
             "every installed method against subset-exact",
             "holds",
@@ -1031,7 +1031,7 @@ CLAIMS: dict[str, Claim] = {
             "T2",
             "The dual (10) has an integral optimum: LP optimum = 0/1 optimum, and simplex "
             "vertices are 0/1.",
-            f"theory.md T2; {_H} §3",
+            f"docs/reference.md T2; {_H} §3",
             "as T1",
             "holds",
             _check_t2,
@@ -1041,7 +1041,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T3",
             "The constraint matrix of (10) is totally unimodular.",
-            "theory.md T3; Schrijver, Theory of Linear and Integer Programming, §19",
+            "docs/reference.md T3; Schrijver, Theory of Linear and Integer Programming, §19",
             "dual matrices of every scheme, V ≤ 3, n ≤ 2 (exhaustive when V^n ≤ 16, else "
             "budgeted exhaustive → CMR → random minors)",
             "holds",
@@ -1052,7 +1052,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T3b",
             "[false] The token-vs-tuple biadjacency matrix B[i, ī] = 1[i ∈ ī] is TU.",
-            "theory.md T3",
+            "docs/reference.md T3",
             "(V, n) in lexicographic order up to (4, 3), i.i.d. full support",
             "fails",
             _check_t3b,
@@ -1063,7 +1063,7 @@ CLAIMS: dict[str, Claim] = {
             "T3c",
             "[false] The edge-vertex incidence matrix of any graph is TU (control: odd "
             "cycles must fail).",
-            "theory.md T3",
+            "docs/reference.md T3",
             "cycles C_3, C_5, ...",
             "fails",
             _check_t3c,
@@ -1073,7 +1073,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T4",
             "n = 1: α* = Σ_i min(p(i), q(i)) = 1 − TV(p, q).",
-            "theory.md T4",
+            "docs/reference.md T4",
             "random rational p, q, V ≤ 6",
             "holds",
             _check_t4,
@@ -1083,7 +1083,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T5",
             "Q is q-convex for with, without (sequential) and conditional-Poisson drafts.",
-            f"theory.md T5; {_H} Thms 3–4",
+            f"docs/reference.md T5; {_H} Thms 3–4",
             "random rational q, V ≤ 5, n ≤ 3",
             "holds",
             _check_t5,
@@ -1093,7 +1093,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T5b",
             "[false] Greedy and SpecHub laws are q-convex.",
-            "theory.md T5, T9",
+            "docs/reference.md T5, T9",
             "random rational q, V ≤ 5",
             "fails",
             _check_t5b,
@@ -1103,7 +1103,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T5c",
             "[false] Product laws are q-convex (q = mean marginal).",
-            "theory.md T5",
+            "docs/reference.md T5",
             "hunt 'qconvex-product' (seeded, evaluation budget)",
             "fails",
             _check_t5c,
@@ -1113,7 +1113,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T6",
             "Every Q is supermodular; Q(H) = Σ_{S⊆H} w_S with w_S = Pr[set(ī) = S] ≥ 0.",
-            "theory.md T6",
+            "docs/reference.md T6",
             "every scheme incl. explicit, V ≤ 4, n ≤ 3",
             "holds",
             _check_t6,
@@ -1123,7 +1123,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T7",
             "For q-convex Q an optimal H is a level set of p/q (prefix algorithm).",
-            f"theory.md T7; {_H} Thm 3",
+            f"docs/reference.md T7; {_H} Thm 3",
             "with/without/CP, V ≤ 6, n ≤ 3",
             "holds",
             _check_t7,
@@ -1133,7 +1133,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T7b",
             "[false] A level set of p/q is optimal for greedy/SpecHub laws.",
-            "theory.md T7, T9",
+            "docs/reference.md T7, T9",
             "hunt 'prefix-greedy' (seeded, evaluation budget)",
             "fails",
             _check_t7b,
@@ -1143,7 +1143,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T7c",
             "[false] A level set of p/q̄ is optimal for product laws.",
-            "theory.md T7",
+            "docs/reference.md T7",
             "hunt 'prefix-product' (seeded, evaluation budget)",
             "fails",
             _check_t7c,
@@ -1153,7 +1153,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T8",
             "α*_without(p, q, n) ≥ α*_with(p, q, n); Q_without ≤ Q_with pointwise.",
-            "theory.md T8",
+            "docs/reference.md T8",
             "random rational p, q, V ≤ 5, n ≤ V",
             "holds",
             _check_t8,
@@ -1164,7 +1164,7 @@ CLAIMS: dict[str, Claim] = {
             "T9",
             "Greedy: α* = P(T) + Σ_{x∉T} min(p, q'); H* = T ∪ {q' ≥ p} is optimal; the "
             "verifier outputs p and attains α*.",
-            f"theory.md T9; {_H} §5.1",
+            f"docs/reference.md T9; {_H} §5.1",
             "random rational p, q, V ≤ 5, n ≤ 3",
             "holds",
             _check_t9,
@@ -1174,7 +1174,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T9b",
             "[false] Greedy α* ≥ without-replacement α*.",
-            f"theory.md T9; {_H} §6",
+            f"docs/reference.md T9; {_H} §6",
             "hunt 'greedy-vs-without'",
             "fails",
             _check_t9b,
@@ -1185,7 +1185,7 @@ CLAIMS: dict[str, Claim] = {
             "T10",
             "n = 2 i.i.d.: α* = min_S [P(S) + 1 − q(S)²]; for p uniform on 3 tokens and "
             "q = (1/3, q₂, 2/3 − q₂), α* = 1 iff q₂ ∈ [1 − √(2/3), √(2/3) − 1/3].",
-            "theory.md T10; Khisti et al. 2024 (arXiv 2410.18234)",
+            "docs/reference.md T10; Khisti et al. 2024 (arXiv 2410.18234)",
             "both sides of both endpoints + random q₂ = k/90",
             "holds",
             _check_t10,
@@ -1196,7 +1196,7 @@ CLAIMS: dict[str, Claim] = {
             "T11",
             "Every verifier outputs exactly p and accepts at most α* of its law; the "
             "optimal verifier attains α*.",
-            "theory.md T11",
+            "docs/reference.md T11",
             "each verifier on a random compatible rational law, V ≤ 4",
             "holds",
             _check_t11,
@@ -1206,7 +1206,7 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "T12",
             "Conditional-Poisson drafts: Q(H) = e_n(q|_H)/e_n(q).",
-            "theory.md T12",
+            "docs/reference.md T12",
             "random rational q, V ≤ 5, every H",
             "holds",
             _check_t12,
@@ -1217,7 +1217,7 @@ CLAIMS: dict[str, Claim] = {
             "T12b",
             "[false] Sequential without-replacement drafts: Q(H) = e_n(q|_H)/e_n(q) "
             f"({_H}, §4.2.2 and proof of Thm 4).",
-            "theory.md T12",
+            "docs/reference.md T12",
             "random rational q, V ≤ 4",
             "fails",
             _check_t12b,

@@ -1,7 +1,7 @@
 r"""Multi-draft verifiers as lossless samplers, with their exact laws and closed-form acceptance.
 
 Names (fixed): ``single``, ``rrs-with``, ``rrs-without``, ``k-seq``, ``spechub``, ``greedy``,
-``optimal`` (theory.md, "Verifiers"; claims T9, T10, T11).
+``optimal`` (docs/reference.md, "Verifiers"; claims T9, T10, T11).
 
 >>> from mdsd_ot import verifiers
 >>> from mdsd_ot.drafts import WithReplacement

@@ -1,4 +1,4 @@
-r"""The verifier interface shared by every MDSD verification algorithm (theory.md, "Verifiers").
+r"""The verifier interface shared by every MDSD verification algorithm (docs/reference.md, "Verifiers").
 
 A verifier maps a draft tuple :math:`\bar i` (drawn from its draft law) and its own randomness to
 an output token; it is *lossless* when the output has law ``p`` whatever ``p`` is (T11).  Its
@@ -12,7 +12,7 @@ the objective of the transport LP (7), so it is at most α* of the verifier's ow
 Every verifier offers two independent implementations:
 
 - the *definition* (:meth:`Verifier.conditional`, :meth:`Verifier.exact`), written as in
-  theory.md on plain lists of numbers, in exact Fractions when the inputs are rational; it
+  docs/reference.md on plain lists of numbers, in exact Fractions when the inputs are rational; it
   enumerates the draft tuples of ``draft.joint_items()`` and sums over the verifier's own coins
   analytically (each coin is a Bernoulli or a draw from a fixed residual law), so it is exact;
 - a vectorised numpy *sampler* (:meth:`Verifier.sample`) over a batch of draft tuples, fast at

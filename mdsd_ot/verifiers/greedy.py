@@ -1,4 +1,4 @@
-r"""The greedy verifier (Hu et al. §5.1; theory.md T9) and the SpecHub verifier built on it.
+r"""The greedy verifier (Hu et al. §5.1; docs/reference.md T9) and the SpecHub verifier built on it.
 
 Greedy drafts: :math:`T = \mathrm{Top}_{n-1}(q)` and a last draft :math:`\hat x \sim q' = q^{\neg T}`.
 The verifier accepts :math:`\hat x` w.p. :math:`\min(1, p(\hat x)/q'(\hat x))`; otherwise it outputs
@@ -9,7 +9,7 @@ The verifier accepts :math:`\hat x` w.p. :math:`\min(1, p(\hat x)/q'(\hat x))`; 
 
 SpecHub (n = 2): every draft pair contains the hub :math:`a = \mathrm{Top}_1(q)` once; its other
 token x has, as a set, probability :math:`q(x) + q(a) q(x)/(1 - q(a)) = q'(x)` with
-:math:`q' = q^{\neg a}` (theory.md: the same Q as greedy with n = 2).  The SpecHub verifier
+:math:`q' = q^{\neg a}` (docs/reference.md: the same Q as greedy with n = 2).  The SpecHub verifier
 implemented here is the hub-and-spoke coupling on that sparse support: accept x w.p.
 :math:`\min(1, p(x)/q'(x))`, otherwise draw y from :math:`r \propto p(a) \delta_a + (p - q')^+`
 (off a), accepted when y = a.  It ignores the order of the pair.  It is lossless, and its

@@ -1,4 +1,4 @@
-r"""K-SEQ (SpecTr, Sun et al. 2023) for i.i.d. drafts (theory.md, "Verifiers").
+r"""K-SEQ (SpecTr, Sun et al. 2023) for i.i.d. drafts (docs/reference.md, "Verifiers").
 
 With :math:`\rho \ge 1` and :math:`a(\rho) = \sum_x \min(p(x)/\rho, q(x))`, examine the drafts in
 order and accept :math:`\bar i_j` w.p. :math:`\min(1, p(\bar i_j) / (\rho q(\bar i_j)))`; if none is

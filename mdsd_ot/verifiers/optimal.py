@@ -1,4 +1,4 @@
-r"""The optimal verifier: built from an optimal set-reduced transport plan (theory.md, T11).
+r"""The optimal verifier: built from an optimal set-reduced transport plan (docs/reference.md, T11).
 
 The set-reduced flow merges the draft tuples with the same set of distinct tokens S into one node
 of capacity :math:`w_S = \Pr[\mathrm{set}(\bar i) = S]`; a flow :math:`f(i, S)` (i ∈ S) with

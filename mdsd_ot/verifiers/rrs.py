@@ -1,4 +1,4 @@
-r"""Recursive rejection sampling, with and without replacement (theory.md, "Verifiers").
+r"""Recursive rejection sampling, with and without replacement (docs/reference.md, "Verifiers").
 
 Residual :math:`r \leftarrow p`; for :math:`j = 1..n`, with :math:`q_j` the law draft j was drawn
 from (``q`` with replacement; ``q`` with the earlier drafts removed and renormalised without),

@@ -1,4 +1,4 @@
-r"""Single-draft speculative sampling (theory.md, "Verifiers"; T4).
+r"""Single-draft speculative sampling (docs/reference.md, "Verifiers"; T4).
 
 Draw :math:`\hat x \sim q`; accept it with probability :math:`\min(1, p(\hat x)/q(\hat x))`;
 otherwise output :math:`y \sim (p - q)^+ / \sum (p - q)^+`.  The output has law ``p`` and the
