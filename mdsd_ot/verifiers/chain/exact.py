@@ -39,6 +39,7 @@ class ExactPlan:
     accept: list
     residual: list
     acceptance: Any
+    selection: list  #: the selection law T by token id
 
 
 def _order(p: list, q: list) -> list[int]:
@@ -154,10 +155,12 @@ def exact_plan(
     rank = [0] * V
     for k, i in enumerate(order):
         rank[i] = k
-    accept, residual = [zero] * V, [zero] * V
+    accept, residual, selection = [zero] * V, [zero] * V, [zero] * V
     for k, i in enumerate(order):
-        accept[i], residual[i] = acc[k], res[k]
-    return ExactPlan(construction, n, list(q), rank, rows, accept, residual, sum(sp, zero))
+        accept[i], residual[i], selection[i] = acc[k], res[k], T[k]
+    return ExactPlan(
+        construction, n, list(q), rank, rows, accept, residual, sum(sp, zero), selection
+    )
 
 
 def stream_tuples(tup: tuple[int, ...], q: list) -> list[tuple[tuple[int, ...], Any]]:

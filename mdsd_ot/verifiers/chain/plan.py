@@ -172,17 +172,22 @@ def _relabel(p, q, n, order, construction="relabel") -> Plan:
 
 
 def _fits(pr: Pairing, d: np.ndarray, rho: np.ndarray) -> bool:
-    r"""The sufficient mass condition of the proof note on every pair: a demand slot x and a
-    supply slot y > x need :math:`d_y \ge \rho_x` and :math:`d_x \le \rho_y`."""
-    V = pr.V
-    if len(pr.js) == 0 or len(pr.jd) == 0:
+    r"""The sufficient mass condition of the proof note on every pair (x, y) with a positive
+    overlap: :math:`d_y \ge \rho_x` and :math:`d_x \le \rho_y` (d is increasing, so it is
+    enough to check the lowest partner of each demand slot and the highest of each supply slot)."""
+    V, ns, nd = pr.V, len(pr.js), len(pr.jd)
+    if ns == 0 or nd == 0:
         return True
-    lowest = np.searchsorted(pr.Ls, pr.Ld, side="left").clip(max=len(pr.Ls) - 1)
-    x = V - 1 - pr.jd
-    ok_x = d[V - 1 - pr.js[lowest]] >= rho[x]
-    highest = np.searchsorted(pr.Ld, pr.Ls0, side="right").clip(max=len(pr.Ld) - 1)
-    y = V - 1 - pr.js
-    ok_y = d[V - 1 - pr.jd[highest]] <= rho[y]
+    first = np.searchsorted(pr.Ls, pr.Ld0, side="right")
+    last = np.minimum(np.searchsorted(pr.Ls, pr.Ld, side="left"), ns - 1)
+    has = first < ns
+    x = V - 1 - pr.jd[has]
+    ok_x = d[V - 1 - pr.js[last[has]]] >= rho[x]
+    top = np.searchsorted(pr.Ld, pr.Ls0, side="right")
+    has = top < nd
+    has[has] &= pr.Ld0[top[has]] < pr.Ls[has]
+    y = V - 1 - pr.js[has]
+    ok_y = d[V - 1 - pr.jd[top[has]]] <= rho[y]
     return bool(ok_x.all() and ok_y.all())
 
 

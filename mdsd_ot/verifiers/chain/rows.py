@@ -27,7 +27,7 @@ import numpy as np
 
 from .relabel import QUANT
 
-__all__ = ["Pairing", "pairing", "kernel_rows", "selection_law_at"]
+__all__ = ["Pairing", "pairing", "kernel_rows", "selection_law_at", "slot_mass_imbalance"]
 
 
 class Pairing:
@@ -131,3 +131,20 @@ def selection_law_at(plan: Any, slots: np.ndarray) -> np.ndarray:
     dm = plan.info["dm"]
     move = prob * (dm[dest] + qs[dest] - qs[slots][qi])
     return qs[slots] * (stay * dm[slots] + np.bincount(qi, move, k)) / plan.two_e2
+
+
+def slot_mass_imbalance(plan: Any) -> float:
+    r""":math:`\sum_j |\nu_j - q_j|` for the whole kernel (:math:`\nu = qA`; 0 in exact arithmetic).
+
+    Rounding of the pair masses and the per-row guard of :func:`kernel_rows` move a little slot
+    mass; the law computed with the slot rates of q is then off by at most
+    :math:`2 n (n-1) \sum_j |\nu_j - q_j|` in total variation (proofs/optimal_verifier.md, §6).
+    """
+    if plan.pairs is None:
+        return 0.0
+    V = len(plan.qs)
+    slots = np.arange(V)
+    qi, dest, prob = kernel_rows(plan, slots)
+    moved = plan.qs[qi] * prob
+    nu = plan.qs - np.bincount(qi, moved, V) + np.bincount(dest, moved, V)
+    return float(np.abs(nu - plan.qs).sum())

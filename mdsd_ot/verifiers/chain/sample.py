@@ -61,25 +61,40 @@ def stream_to_iid(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.
 
 
 def relabel_slots(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The slot of every draw after relabelling (same shape as ``t``)."""
+    """The slot of every draw after relabelling (same shape as ``t``).
+
+    Kernel rows are built once per distinct drafted slot; each draw then finds its entry by a
+    vectorised binary search over its row's cumulative integer probabilities.
+    """
     own = plan.rank[t].ravel()
     if plan.pairs is None:
         return own.reshape(t.shape)
-    qi, dest, prob = kernel_rows(plan, own)
+    uniq, inv = np.unique(own, return_inverse=True)
+    qi, dest, prob = kernel_rows(plan, uniq)
     if qi.size == 0:
         return own.reshape(t.shape)
     pint = np.rint(prob * QUANT).astype(np.int64)
     cum = np.cumsum(pint)
     first = np.flatnonzero(np.r_[True, qi[1:] != qi[:-1]])
     cum -= np.repeat(cum[first] - pint[first], np.diff(np.r_[first, qi.size]))
+    start = np.zeros(len(uniq), dtype=np.int64)
+    count = np.zeros(len(uniq), dtype=np.int64)
+    start[qi[first]] = first
+    count[qi[first]] = np.diff(np.r_[first, qi.size])
+    lo = start[inv]
+    hi = lo + count[inv]
+    end = hi.copy()
     u = rng.integers(0, QUANT, size=own.size, dtype=np.int64)
-    hit = np.flatnonzero(cum > u[qi])  # entries past the draw's uniform, grouped by draw
-    out = own.copy()
-    if hit.size:
-        g = qi[hit]
-        firsts = np.r_[True, g[1:] != g[:-1]]
-        out[g[firsts]] = dest[hit[firsts]]
-    return out.reshape(t.shape)
+    while True:  # first entry with cum > u inside [start, start + count)
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        right = open_ & (cum[np.where(open_, mid, 0)] <= u)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
+    moved = lo < end
+    return np.where(moved, dest[np.where(moved, lo, 0)], own).reshape(t.shape)
 
 
 def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -93,7 +108,8 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
     pick = np.argmax(tie, axis=1)
     rows = np.arange(len(t))
     sel, sel_slot = t[rows, pick], plan.rank[t[rows, pick]]
-    T = selection_law_at(plan, sel_slot)
+    uniq, inv = np.unique(sel_slot, return_inverse=True)
+    T = selection_law_at(plan, uniq)[inv]
     acc = np.divide(np.minimum(plan.s[sel_slot], T), T, out=np.zeros(len(t)), where=T > 0)
     keep = rng.random(len(t)) < acc
     if keep.all():

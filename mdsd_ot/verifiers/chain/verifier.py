@@ -36,6 +36,7 @@ from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithRepl
 from .._base import Verifier
 from .exact import exact_plan, given
 from .plan import Plan, build_plan, build_plans
+from .rows import slot_mass_imbalance
 from .sample import sample_plan, sample_plans
 
 __all__ = ["ChainOptimal", "construction_for"]
@@ -101,13 +102,15 @@ class ChainOptimal(Verifier):
         pv = V_.prob_vector(p, "p")
         a = float(alpha_star(pv, draft.q, n=draft.n, scheme=draft.fast_kernel))
         exact = plan.construction in ("relabel", "cp2") or draft.n == 1
+        n = plan.n
+        shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
         return {
             "construction": plan.construction,
             "acceptance": plan.acceptance,
             "alpha_star": a,
             "eps": max(0.0, a - plan.acceptance),
             "alpha_accuracy": error_bound(draft.V, draft.n, float(np.finfo(float).eps)),
-            "law_error": plan.law_error,
+            "law_error": plan.law_error + shift,
             "exact_optimum": exact,
         }
 
