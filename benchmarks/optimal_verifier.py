@@ -68,7 +68,7 @@ def per_position(reps: int) -> None:
             con = construction_for(law)
             t = sample_drafts(law, g, 1)
 
-            def run(law=law, con=con, t=t):
+            def run(law=law, con=con, t=t, n=n):
                 sample_plan(build_plan(p, law.q, n, con), t, g)
 
             ratio, tf, ts = _paired(run, reps, x)
