@@ -32,13 +32,14 @@ Examples
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ...fast.prefix import prefix_Q_conditional_poisson, sort_key
-from .relabel import rates_from_cum, slot_rates
+from ...fast.prefix import prefix_Q_conditional_poisson
+from .relabel import rates_from_cum
 from .rows import Pairing
 
 __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
@@ -47,6 +48,23 @@ __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 CONSTRUCTIONS: tuple[str, ...] = ("relabel", "cp2", "stream", "top")
 
 EPS = float(np.finfo(np.float64).eps)
+
+
+class _Scratch(threading.local):
+    """Per-thread scratch arrays reused from plan to plan (fresh V-size temporaries cost page
+    faults that dominate the arithmetic at V = 152,064).  Never stored in a plan."""
+
+    def __init__(self) -> None:
+        self.bufs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int) -> np.ndarray:
+        b = self.bufs.get(name)
+        if b is None or len(b) < size:
+            b = self.bufs[name] = np.empty(size)
+        return b[:size]
+
+
+_SCRATCH = _Scratch()
 
 
 @dataclass
@@ -61,14 +79,12 @@ class Plan:
         One of :data:`CONSTRUCTIONS`.
     n : int
         Number of drafts.
-    q : ndarray
-        The draft model's q by token id (the stream construction resamples with it).
+    p, q : ndarray
+        Target and draft model's q by token id (the stream construction resamples with q).
     order : (V,) int64 ndarray
         Token of each slot.
-    ps, qs : (V,) ndarrays
-        p and q by slot.
-    d : (V,) ndarray or None
-        Slot rates of the i.i.d. kernel (``None`` for ``top``).
+    c : (V,) ndarray
+        The cumulative q (through the slot) by slot; ``qs``/``ps`` gather q and p by slot.
     D : (V,) ndarray or None
         The selection law of ``top`` (``None`` otherwise).
     s : (V,) ndarray
@@ -82,16 +98,16 @@ class Plan:
         :math:`\sum s`, the acceptance rate up to ``law_error`` (for ``stream`` and ``top`` a
         lower bound: a residual draw may also hit an unselected draft).
     law_error : float
-        Bound on the total-variation distance of the output law from p caused by rounding.
+        A-priori bound on the total-variation distance of the output law from p caused by
+        rounding (``ChainOptimal.certificate`` adds the measured slot-mass imbalance).
     """
 
     construction: str
     n: int
+    p: np.ndarray
     q: np.ndarray
     order: np.ndarray
-    ps: np.ndarray
-    qs: np.ndarray
-    d: np.ndarray | None
+    c: np.ndarray
     D: np.ndarray | None
     s: np.ndarray
     pairs: Pairing | None
@@ -99,8 +115,51 @@ class Plan:
     acceptance: float
     law_error: float
     info: dict[str, Any] = field(default_factory=dict)
+    key: np.ndarray | None = None
     _rank: np.ndarray | None = None
     _residual: np.ndarray | None = None
+
+    def slots_of(self, tokens: np.ndarray) -> np.ndarray:
+        """Slots of the given token ids.  Few distinct tokens: count the keys below each one
+        (O(V) per token, no inverse permutation); otherwise the inverse permutation, once."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if self._rank is None and self.key is not None and tokens.size <= 16:
+            k = self.key[tokens.ravel()]
+            out = np.empty(tokens.size, dtype=np.int64)
+            for j, (tok, kj) in enumerate(zip(tokens.ravel(), k, strict=True)):
+                if kj != kj:  # nan keys (p = q = 0) sort last, in any order
+                    return self.rank[tokens]
+                lo = int(np.count_nonzero(self.key < kj))
+                hi = lo + int(np.count_nonzero(self.key == kj))
+                if hi - lo == 1:
+                    out[j] = lo
+                else:  # ties: find the token in its block of equal keys
+                    out[j] = lo + int(np.flatnonzero(self.order[lo:hi] == tok)[0])
+            return out.reshape(tokens.shape)
+        return self.rank[tokens]
+
+    def q_at(self, slots: np.ndarray) -> np.ndarray:
+        """q of the tokens in the given slots."""
+        return self.q[self.order[slots]]
+
+    @property
+    def qs(self) -> np.ndarray:
+        """q by slot (a gather of size V)."""
+        return self.q[self.order]
+
+    @property
+    def ps(self) -> np.ndarray:
+        """p by slot (a gather of size V)."""
+        return self.p[self.order]
+
+    def rate(self, slots: np.ndarray) -> np.ndarray:
+        r"""Slot rates :math:`d_k = \sum_{l<n} c_k^l c_{k-1}^{n-1-l}` of the i.i.d. kernel."""
+        c = self.c[slots]
+        return rates_from_cum(c, c - self.q_at(slots), 2 if self.two_e2 is not None else self.n)
+
+    def rate_minus_q(self, slots: np.ndarray) -> np.ndarray:
+        """:math:`d_k - q_k = 2 c_{k-1}` (n = 2, the cancellation-free form used by ``cp2``)."""
+        return 2.0 * (self.c[slots] - self.q_at(slots))
 
     @property
     def rank(self) -> np.ndarray:
@@ -114,37 +173,52 @@ class Plan:
     def residual(self) -> np.ndarray:
         """Cumulative residual law :math:`(p - s)^+` by slot (p itself when that is 0)."""
         if self._residual is None:
-            r = np.cumsum(np.maximum(self.ps - self.s, 0.0))
-            self._residual = r if r[-1] > 0 else np.cumsum(self.ps)
+            ps = self.ps
+            r = np.cumsum(np.maximum(ps - self.s, 0.0))
+            self._residual = r if r[-1] > 0 else np.cumsum(ps)
         return self._residual
+
+
+def sort_keys(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The chain key p/q (q = 0: inf, or nan when p = 0 too; both sort last)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(p, q)
 
 
 def chain_order(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Tokens sorted by p/q ascending (q = 0 last), one argsort along the last axis."""
-    return np.argsort(sort_key(p, q), axis=-1)
+    return np.argsort(sort_keys(p, q), axis=-1)
 
 
 def _iid_err(n: int, V: int) -> float:
     return 2.0 * (n * n + 6 * n + 8) * (V + 1) * EPS
 
 
-def _transfer(F: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(s, dE) from F = P - Q on prefixes k = 0..V and D: E_j = max(0, F_j - min_{i>j} F_i)."""
-    S = np.minimum.accumulate(F[::-1])[::-1]
-    E = F[:-1] - S[1:]
-    np.maximum(E, 0.0, out=E)
-    dE = np.empty_like(D)
-    dE[:-1] = E[1:] - E[:-1]
-    dE[-1] = -E[-1]
-    return D + dE, dE
+def _sublaw(ps: np.ndarray, Q: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""(s, dE) from p and Q (prefixes 1..V) and D, with scratch buffers.
 
-
-def _F(ps: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    F = np.empty(len(ps) + 1)
+    :math:`E_j = \max(0, F_j - \min_{i>j} F_i)` (F = P - Q on prefixes 0..V),
+    dE_k = E_{k+1} - E_k and s = D + dE (a fresh array); dE lives in scratch.
+    """
+    V = len(ps)
+    F = _SCRATCH.get("F", V + 1)
     F[0] = 0.0
     np.cumsum(ps, out=F[1:])
     F[1:] -= Q
-    return F
+    S = _SCRATCH.get("S", V + 1)
+    np.minimum.accumulate(F[::-1], out=S[::-1])
+    np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
+    F[-1] = 0.0
+    np.maximum(F, 0.0, out=F)
+    dE = S[:V]
+    np.subtract(F[1:], F[:-1], out=dE)
+    return np.add(D, dE), dE
+
+
+def _supply_demand(dE: np.ndarray, q: np.ndarray, qs: np.ndarray, scale: float = 1.0) -> Pairing:
+    """The pairing of supply (-dE)^+ and demand dE^+ on the slots with q > 0 (they come first)."""
+    live = len(qs) if qs[-1] > 0 else int(np.count_nonzero(q))
+    return Pairing.from_increments(dE, live, scale)
 
 
 def _clip(s: np.ndarray, ps: np.ndarray) -> np.ndarray:
@@ -152,29 +226,36 @@ def _clip(s: np.ndarray, ps: np.ndarray) -> np.ndarray:
     return np.maximum(s, 0.0, out=s)
 
 
+def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand)."""
+    V = len(order)
+    return np.take(p, order, out=_SCRATCH.get("ps", V)), np.take(
+        q, order, out=_SCRATCH.get("qs", V)
+    )
+
+
 def _relabel(p, q, n, order, construction="relabel") -> Plan:
-    ps, qs = p[order], q[order]
+    ps, qs = _gather(p, q, order)
     c = np.cumsum(qs)
-    Q = c**n
-    d = rates_from_cum(c, c - qs, n)
-    D = qs * d
-    s, dE = _transfer(_F(ps, Q), D)
-    live = int(np.count_nonzero(q))  # q = 0 tokens sort last: no supply or demand there
-    sup = np.maximum(-dE, 0.0)
-    dem = np.maximum(dE, 0.0, out=dE)
-    sup[live:] = 0.0
-    dem[live:] = 0.0
+    Q = _SCRATCH.get("Q", len(c))
+    np.power(c, n, out=Q)
+    D = _SCRATCH.get("D", len(c))
+    np.subtract(c, qs, out=D)
+    D = rates_from_cum(c, D, n, (_SCRATCH.get("rt", len(c)), _SCRATCH.get("rt2", len(c))))
+    D *= qs
+    s, dE = _sublaw(ps, Q, D)
+    pairs = _supply_demand(dE, q, qs)  # q = 0 sorts last: no pairs there
     s = _clip(s, ps)
     return Plan(
-        construction, n, q, order, ps, qs, d, None, s, Pairing(sup, dem), None,
-        float(s.sum()), _iid_err(n, len(p)),
-    )  # fmt: skip
+        construction, n, p, q, order, c, None, s, pairs, None, float(s.sum()), _iid_err(n, len(p))
+    )
 
 
-def _fits(pr: Pairing, d: np.ndarray, rho: np.ndarray) -> bool:
+def _fits(pr: Pairing, d, rho: np.ndarray) -> bool:
     r"""The sufficient mass condition of the proof note on every pair (x, y) with a positive
     overlap: :math:`d_y \ge \rho_x` and :math:`d_x \le \rho_y` (d is increasing, so it is
-    enough to check the lowest partner of each demand slot and the highest of each supply slot)."""
+    enough to check the lowest partner of each demand slot and the highest of each supply slot).
+    ``d`` maps slots to slot rates."""
     V, ns, nd = pr.V, len(pr.js), len(pr.jd)
     if ns == 0 or nd == 0:
         return True
@@ -182,62 +263,59 @@ def _fits(pr: Pairing, d: np.ndarray, rho: np.ndarray) -> bool:
     last = np.minimum(np.searchsorted(pr.Ls, pr.Ld, side="left"), ns - 1)
     has = first < ns
     x = V - 1 - pr.jd[has]
-    ok_x = d[V - 1 - pr.js[last[has]]] >= rho[x]
+    ok_x = d(V - 1 - pr.js[last[has]]) >= rho[x]
     top = np.searchsorted(pr.Ld, pr.Ls0, side="right")
     has = top < nd
     has[has] &= pr.Ld0[top[has]] < pr.Ls[has]
     y = V - 1 - pr.js[has]
-    ok_y = d[V - 1 - pr.jd[top[has]]] <= rho[y]
+    ok_y = d(V - 1 - pr.jd[top[has]]) <= rho[y]
     return bool(ok_x.all() and ok_y.all())
 
 
 def _cp2(p, q, n, order) -> Plan:
     """Conditional Poisson, n = 2, through the i.i.d. kernel (no cancellation: see the note)."""
-    ps, qs = p[order], q[order]
+    ps, qs = _gather(p, q, order)
     c = np.cumsum(qs)
-    cm = c - qs
-    w = qs * cm  # e_2 increments, >= 0
+    w = c - qs
+    w *= qs  # e_2 increments q_k c_{k-1} >= 0
     e2 = float(w.sum())
-    DC = w / e2
-    s, dE = _transfer(_F(ps, np.cumsum(DC)), DC)
+    w /= e2  # the conditional-Poisson law D of the deterministic rule
+    s, dE = _sublaw(ps, np.cumsum(w), w)
     s = _clip(s, ps)
     two_e2 = 2.0 * e2
     live = int(np.count_nonzero(q))
-    resorted = False
-    sup, dem = two_e2 * np.maximum(-dE, 0.0), two_e2 * np.maximum(dE, 0.0)
-    sup[live:] = dem[live:] = 0.0
-    d = 2.0 * cm + qs
-    pr = Pairing(sup, dem)
+    pr = _supply_demand(dE, q, qs, two_e2)
     rho = np.full(len(qs), np.inf)
     rho[:live] = two_e2 * s[:live] / qs[:live] + qs[:live]
-    if not _fits(pr, d, rho):  # sort by the i.i.d. target's ratio t/q (nearly sorted already)
+
+    def d(k, c=c, qs=qs):
+        return 2.0 * c[k] - qs[k]
+
+    resorted = not _fits(pr, d, rho)
+    if resorted:  # sort by the i.i.d. target's ratio t/q (nearly sorted already)
         o2 = np.argsort(rho, kind="stable")
-        order, ps, qs, s = order[o2], ps[o2], qs[o2], s[o2]
-        cm = np.cumsum(qs) - qs
-        d = 2.0 * cm + qs
-        gap = s - 2.0 * qs * cm / two_e2  # s - D_CP in the new order (times 2 e_2 below)
-        sup, dem = two_e2 * np.maximum(-gap, 0.0), two_e2 * np.maximum(gap, 0.0)
-        sup[live:] = dem[live:] = 0.0
-        pr = Pairing(sup, dem)
-        resorted = True
-    err = _iid_err(2, len(p)) / two_e2
-    plan = Plan("cp2", 2, q, order, ps, qs, d, None, s, pr, two_e2, float(s.sum()), err)
-    plan.info.update(resorted=resorted, dm=2.0 * cm)
+        order, ps, qs, s = order[o2], ps[o2], qs[o2], s[o2]  # (rare: fresh arrays)
+        c = np.cumsum(qs)
+        gap = s - 2.0 * qs * (c - qs) / two_e2  # s - D_CP in the new order
+        pr = _supply_demand(gap, q, qs, two_e2)
+    plan = Plan(
+        "cp2", 2, p, q, order, c, None, s, pr, two_e2, float(s.sum()),
+        _iid_err(2, len(p)) / two_e2,
+    )  # fmt: skip
+    plan.info["resorted"] = resorted
     return plan
 
 
 def _top(p, q, n, order, distinct: bool) -> Plan:
-    ps, qs = p[order], q[order]
+    ps, qs = _gather(p, q, order)
     if n == 1:
         D = qs.copy()
-    elif distinct:
+    else:  # the conditional-Poisson prefix recursion (the only distinct law that uses ``top``)
         QC = prefix_Q_conditional_poisson(qs[None, :].copy(), n)[0]
         D = np.clip(np.diff(QC, prepend=0.0), 0, None)
-    else:  # pragma: no cover - the i.i.d. law always uses ``relabel``
-        D = qs * slot_rates(qs, n)
     s = np.minimum(ps, D)
     err = 2.0 * (2 * n + 8) * (len(p) + 1) * EPS
-    return Plan("top", n, q, order, ps, qs, None, D, s, None, None, float(s.sum()), err)
+    return Plan("top", n, p, q, order, np.cumsum(qs), D, s, None, None, float(s.sum()), err)
 
 
 def build_plan(
@@ -251,20 +329,26 @@ def build_plan(
     >>> round(plan.acceptance, 12)  # α* of two distinct drafts = 1 (they cover both tokens)
     1.0
     """
+    key = None
     if order is None:
-        order = chain_order(p, q)
+        key = sort_keys(p, q)
+        order = np.argsort(key)
     if construction == "top" or n == 1:
-        return _top(p, q, n, order, distinct=construction == "top")
-    if construction == "cp2":
-        return _cp2(p, q, n, order)
-    if construction in ("relabel", "stream"):
-        return _relabel(p, q, n, order, construction)
-    raise ValueError(
-        f"construction: expected one of {', '.join(CONSTRUCTIONS)}, got {construction!r}"
-    )
+        plan = _top(p, q, n, order, distinct=construction == "top")
+    elif construction == "cp2":
+        plan = _cp2(p, q, n, order)
+    elif construction in ("relabel", "stream"):
+        plan = _relabel(p, q, n, order, construction)
+    else:
+        raise ValueError(
+            f"construction: expected one of {', '.join(CONSTRUCTIONS)}, got {construction!r}"
+        )
+    if plan.order is order:  # cp2 may re-sort: then the p/q keys no longer give the slots
+        plan.key = key
+    return plan
 
 
 def build_plans(P: np.ndarray, Q: np.ndarray, n: int, construction: str) -> list[Plan]:
-    """Plans for a (B, V) batch of positions: one batched argsort, then one pass per row."""
-    orders = chain_order(P, Q)
-    return [build_plan(P[b], Q[b], n, construction, orders[b]) for b in range(P.shape[0])]
+    """Plans for a (B, V) batch of positions, row by row (one sort per row: numpy gains nothing
+    from a batched sort, and the per-row scratch arrays stay in cache)."""
+    return [build_plan(P[b], Q[b], n, construction) for b in range(P.shape[0])]

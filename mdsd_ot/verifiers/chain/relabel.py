@@ -96,24 +96,25 @@ def slot_rates(qs: np.ndarray, n: int) -> np.ndarray:
     return rates_from_cum(c, c - qs, n)
 
 
-def rates_from_cum(c: np.ndarray, cm: np.ndarray, n: int) -> np.ndarray:
-    r""":math:`\sum_{l<n} c^l\, c_m^{n-1-l}` from the cumulative masses c and :math:`c_m = c - q`."""
+def rates_from_cum(c: np.ndarray, cm: np.ndarray, n: int, work: tuple = ()) -> np.ndarray:
+    r""":math:`\sum_{l<n} c^l\, c_m^{n-1-l}` from the cumulative masses c and :math:`c_m = c - q`.
+
+    Overwrites ``cm`` with the result; ``work`` may give two scratch arrays of the same shape
+    (used when n >= 3).
+    """
     if n == 1:
-        return np.ones_like(c)
+        cm.fill(1.0)
+        return cm
     if n == 2:
         return np.add(c, cm, out=cm)
-    if n == 3:
-        d = c * c
-        cm2 = cm * cm
-        d += cm2
-        cm *= c
-        d += cm
-        return d
-    d = np.ones_like(c)  # Horner in cm: d = c^(n-1) + cm (c^(n-2) + cm (...))
-    cp = np.ones_like(c)
-    for _ in range(1, n):
-        cp *= c
-        d *= cm
+    cp, tmp = work if work else (np.empty_like(c), np.empty_like(c))
+    np.copyto(cp, c)  # Horner in cm: d = c^(n-1) + cm (c^(n-2) + ... + cm (c + cm))
+    np.copyto(tmp, cm)
+    d = cm
+    d += c  # n = 2 level: c + cm
+    for _ in range(3, n + 1):
+        cp *= c  # c^(level-1)
+        d *= tmp
         d += cp
     return d
 

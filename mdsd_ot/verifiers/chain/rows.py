@@ -39,10 +39,30 @@ class Pairing:
         self.V = V
         self.js = np.flatnonzero(rs > 0)
         self.jd = np.flatnonzero(rd > 0)
-        self.Ls = np.cumsum(rs[self.js])
-        self.Ls0 = self.Ls - rs[self.js]
-        self.Ld = np.cumsum(rd[self.jd])
-        self.Ld0 = self.Ld - rd[self.jd]
+        es, ed = rs[self.js], rd[self.jd]
+        self.Ls = np.cumsum(es)
+        self.Ls0 = self.Ls - es
+        self.Ld = np.cumsum(ed)
+        self.Ld0 = self.Ld - ed
+
+    @classmethod
+    def from_increments(cls, dE: np.ndarray, live: int, scale: float = 1.0) -> Pairing:
+        """Supply :math:`(-dE)^+` and demand :math:`dE^+` on the first ``live`` slots, times
+        ``scale``, without building the two V-size arrays."""
+        self = cls.__new__(cls)
+        V = len(dE)
+        r = dE[live - 1 :: -1] if live > 0 else dE[:0]
+        self.V = V
+        off = V - live  # top-down index of r[0]
+        js = np.flatnonzero(r < 0)
+        jd = np.flatnonzero(r > 0)
+        es, ed = -scale * r[js], scale * r[jd]
+        self.js, self.jd = js + off, jd + off
+        self.Ls = np.cumsum(es)
+        self.Ls0 = self.Ls - es
+        self.Ld = np.cumsum(ed)
+        self.Ld0 = self.Ld - ed
+        return self
 
     def index(self, slots: np.ndarray, supply: bool) -> np.ndarray:
         """Position of each slot among the supply (or demand) intervals, -1 if it has none."""
@@ -99,10 +119,9 @@ def kernel_rows(plan: Any, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     tau = np.concatenate([parts[0][2], parts[1][2]])
     me = slots[qi]
     lo, hi = np.minimum(me, dest), np.maximum(me, dest)
-    d, qs = plan.d, plan.qs
-    m = tau / (d[hi] - d[lo])
-    np.minimum(m, np.minimum(qs[lo], qs[hi]), out=m)
-    prob = np.floor(m / qs[me] * QUANT) / QUANT
+    m = tau / (plan.rate(hi) - plan.rate(lo))
+    np.minimum(m, np.minimum(plan.q_at(lo), plan.q_at(hi)), out=m)
+    prob = np.floor(m / plan.q_at(me) * QUANT) / QUANT
     o = np.argsort(qi, kind="stable")
     qi, dest, prob = qi[o], dest[o], prob[o]
     tot = np.bincount(qi, prob, len(slots))
@@ -123,14 +142,14 @@ def selection_law_at(plan: Any, slots: np.ndarray) -> np.ndarray:
     if plan.D is not None:
         return plan.D[slots]
     qi, dest, prob = kernel_rows(plan, slots)
-    d, qs, k = plan.d, plan.qs, len(slots)
+    k = len(slots)
+    qk = plan.q_at(slots)
     stay = 1.0 - np.bincount(qi, prob, k)
     if plan.two_e2 is None:
-        return qs[slots] * (stay * d[slots] + np.bincount(qi, prob * d[dest], k))
+        return qk * (stay * plan.rate(slots) + np.bincount(qi, prob * plan.rate(dest), k))
     # conditional Poisson: (T_iid - q^2) / (2 e_2) with d_j - q_i = dm_j + q_j - q_i, dm = 2 c_m
-    dm = plan.info["dm"]
-    move = prob * (dm[dest] + qs[dest] - qs[slots][qi])
-    return qs[slots] * (stay * dm[slots] + np.bincount(qi, move, k)) / plan.two_e2
+    move = prob * (plan.rate_minus_q(dest) + plan.q_at(dest) - qk[qi])
+    return qk * (stay * plan.rate_minus_q(slots) + np.bincount(qi, move, k)) / plan.two_e2
 
 
 def slot_mass_imbalance(plan: Any) -> float:
@@ -142,9 +161,9 @@ def slot_mass_imbalance(plan: Any) -> float:
     """
     if plan.pairs is None:
         return 0.0
-    V = len(plan.qs)
-    slots = np.arange(V)
-    qi, dest, prob = kernel_rows(plan, slots)
-    moved = plan.qs[qi] * prob
-    nu = plan.qs - np.bincount(qi, moved, V) + np.bincount(dest, moved, V)
-    return float(np.abs(nu - plan.qs).sum())
+    qs = plan.qs
+    V = len(qs)
+    qi, dest, prob = kernel_rows(plan, np.arange(V))
+    moved = qs[qi] * prob
+    nu = qs - np.bincount(qi, moved, V) + np.bincount(dest, moved, V)
+    return float(np.abs(nu - qs).sum())

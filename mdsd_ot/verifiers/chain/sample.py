@@ -60,19 +60,21 @@ def stream_to_iid(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.
     return out
 
 
-def relabel_slots(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The slot of every draw after relabelling (same shape as ``t``).
+def relabel_slots(
+    plan: Plan, t: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The own slot of every draw and its slot after relabelling (both of the shape of ``t``).
 
     Kernel rows are built once per distinct drafted slot; each draw then finds its entry by a
     vectorised binary search over its row's cumulative integer probabilities.
     """
-    own = plan.rank[t].ravel()
+    own = plan.slots_of(t).ravel()
     if plan.pairs is None:
-        return own.reshape(t.shape)
+        return own.reshape(t.shape), own.reshape(t.shape)
     uniq, inv = np.unique(own, return_inverse=True)
     qi, dest, prob = kernel_rows(plan, uniq)
     if qi.size == 0:
-        return own.reshape(t.shape)
+        return own.reshape(t.shape), own.reshape(t.shape)
     pint = np.rint(prob * QUANT).astype(np.int64)
     cum = np.cumsum(pint)
     first = np.flatnonzero(np.r_[True, qi[1:] != qi[:-1]])
@@ -94,7 +96,7 @@ def relabel_slots(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.nda
         lo = np.where(right, mid + 1, lo)
         hi = np.where(open_ & ~right, mid, hi)
     moved = lo < end
-    return np.where(moved, dest[np.where(moved, lo, 0)], own).reshape(t.shape)
+    return own.reshape(t.shape), np.where(moved, dest[np.where(moved, lo, 0)], own).reshape(t.shape)
 
 
 def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -102,12 +104,12 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
     t = np.asarray(t, dtype=np.int64)
     if plan.construction == "stream":
         t = stream_to_iid(t, plan.q, rng)
-    slots = relabel_slots(plan, t, rng)
+    own, slots = relabel_slots(plan, t, rng)
     top = slots.max(axis=1, keepdims=True)
     tie = np.where(slots == top, rng.random(t.shape), -1.0)
     pick = np.argmax(tie, axis=1)
     rows = np.arange(len(t))
-    sel, sel_slot = t[rows, pick], plan.rank[t[rows, pick]]
+    sel, sel_slot = t[rows, pick], own[rows, pick]
     uniq, inv = np.unique(sel_slot, return_inverse=True)
     T = selection_law_at(plan, uniq)[inv]
     acc = np.divide(np.minimum(plan.s[sel_slot], T), T, out=np.zeros(len(t)), where=T > 0)
