@@ -228,3 +228,16 @@ def test_certificate_and_acceptance_method():
     assert v.acceptance(p, q, 3) == pytest.approx(cert["alpha_star"], abs=1e-12)
     seq = ChainOptimal(drafts.WithoutReplacement(q, 3)).certificate(p)
     assert seq["construction"] == "stream" and not seq["exact_optimum"] and seq["eps"] >= 0
+
+
+def test_slot_lookup_with_ties_and_zeros():
+    """Counting keys (few tokens) and the inverse permutation give the same slots, with ties,
+    q = 0 (key inf) and p = q = 0 (key nan)."""
+    p = np.array([0.1, 0.1, 0.2, 0.0, 0.3, 0.3, 0.0])
+    q = np.array([0.2, 0.2, 0.1, 0.0, 0.0, 0.3, 0.2])
+    plan = build_plan(p / p.sum(), q / q.sum(), 2, "relabel")
+    rank = plan.rank.copy()
+    plan._rank = None
+    for tok in range(len(p)):
+        assert plan.slots_of(np.array([tok]))[0] == rank[tok]
+    assert np.array_equal(plan.slots_of(np.arange(len(p))), rank)

@@ -130,10 +130,10 @@ class Plan:
                 if kj != kj:  # nan keys (p = q = 0) sort last, in any order
                     return self.rank[tokens]
                 lo = int(np.count_nonzero(self.key < kj))
-                hi = lo + int(np.count_nonzero(self.key == kj))
-                if hi - lo == 1:
+                if self.order[lo] == tok:  # the usual case: no tie before it
                     out[j] = lo
                 else:  # ties: find the token in its block of equal keys
+                    hi = lo + int(np.count_nonzero(self.key == kj))
                     out[j] = lo + int(np.flatnonzero(self.order[lo:hi] == tok)[0])
             return out.reshape(tokens.shape)
         return self.rank[tokens]
