@@ -33,9 +33,14 @@ def greedy_top(q: np.ndarray, k: int) -> tuple[int, ...]:
     return tuple(int(i) for i in order[:k])
 
 
-def _mass_outside(qv: Sequence[Number], excluded: set[int], exact: bool) -> Number:
+def _mass_outside(law: QLaw, excluded: Sequence[int], exact: bool) -> Number:
     """Σ q over the tokens not in ``excluded``, summed directly (never 1 − q(excluded))."""
-    return sum((v for x, v in enumerate(qv) if x not in excluded), zero(exact))
+    if not exact:
+        keep = np.ones(law.V, dtype=bool)
+        keep[list(excluded)] = False
+        return float(np.sum(law.q[keep]))
+    ex = set(excluded)
+    return sum((v for x, v in enumerate(law.qvals(True)) if x not in ex), zero(True))
 
 
 class Greedy(QLaw):
@@ -69,15 +74,19 @@ class Greedy(QLaw):
             )
 
     def _rest(self, exact: bool) -> Number:
-        return _mass_outside(self.qvals(exact), set(self.T), exact)
+        return _mass_outside(self, self.T, exact)
 
     def q_prime(self, exact: bool | None = None) -> Sequence[Number] | np.ndarray:
         """q' = q with T removed and renormalised (the law of the last draft)."""
         ex = self.rational if exact is None else exact
-        qv = self.qvals(ex)
         rest = self._rest(ex)
-        out = [zero(ex) if i in self.T else qv[i] / rest for i in range(self.V)]
-        return out if ex else np.array(out)
+        if not ex:
+            out = self.q.copy()
+            out[list(self.T)] = 0.0
+            return out / rest
+        qv = self.qvals(True)
+        T = set(self.T)
+        return [zero(True) if i in T else qv[i] / rest for i in range(self.V)]
 
     def alpha_closed_form(self, p: Any, exact: bool | None = None) -> Number:
         r"""T9: :math:`\alpha^* = P(T) + \sum_{x \notin T} \min(p(x), q'(x))`."""
@@ -155,7 +164,7 @@ class SpecHub(QLaw):
             )
 
     def _rest(self, exact: bool) -> Number:
-        return _mass_outside(self.qvals(exact), {self.a}, exact)
+        return _mass_outside(self, [self.a], exact)
 
     def spec(self):
         return {"scheme": self.scheme, "n": 2, "q": [fmt(v) for v in self.qvals(self.rational)]}
