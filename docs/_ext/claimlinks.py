@@ -39,8 +39,8 @@ from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 #: A claim id as a whole word: T, a number 1..99 without leading zero, an optional letter.
-#: Not preceded by a word character, "." or "/" (file names such as proofs/T05_... stay text).
-CLAIM_ID = re.compile(r"(?<![\w./])T[1-9][0-9]?[a-z]?\b")
+#: Not preceded by a word character or "/" (file names such as proofs/T05_... stay text).
+CLAIM_ID = re.compile(r"(?<![\w/])T[1-9][0-9]?[a-z]?\b")
 
 #: Nodes whose text is never linked.
 _SKIP = (

@@ -39,7 +39,7 @@ PAGE = """\
 Page
 ====
 
-Cites T7 and T12b in prose, T7 again, and :claim:`T7` by the role. Not linked: ``T7`` in code,
+Cites T7 and T12b in prose, T7..T12b, and :claim:`T7` by the role. Not linked: ``T7`` in code,
 :math:`T7` in math, proofs/T07_prefix.md (a file name) and BT7 (not a whole word).
 
 >>> "T7"  # a doctest line
@@ -106,6 +106,7 @@ def test_prose_ids_link_to_their_anchor_and_code_math_files_do_not(site):
         ("theory.html#claim-t7", "T7"),
         ("theory.html#claim-t12b", "T12b"),
         ("theory.html#claim-t7", "T7"),
+        ("theory.html#claim-t12b", "T12b"),
         ("theory.html#claim-t7", "T7"),  # the role
     ]
     html = (out / "page.html").read_text()
