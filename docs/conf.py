@@ -8,6 +8,11 @@ The site uses the PyData Sphinx theme (as numpy, scipy and networkx do) and load
 the network: MathJax 3 is bundled by ``sphinx-mathjax-offline`` (copied to ``_static/mathjax``),
 the theme's fonts and icons are its own static files, and no analytics, ads or edit links are
 configured.
+``docs/_ext/check_offline.py`` checks a built site for network assets and typesets its math.
+
+Claim ids (T1 … T12, T12b, …) written in docstrings and pages link to their anchors on the theory
+page ``docs/reference.md``, and every API page gets a "Claims implemented" line under its title
+(the local extension ``docs/_ext/claimlinks.py``).
 
 The API pages are generated at build time into ``docs/api/generated/`` (git-ignored): one page
 per public module of ``mdsd_ot`` (found by walking the package, so new modules appear without
