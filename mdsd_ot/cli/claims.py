@@ -80,6 +80,7 @@ def register(app: typer.Typer) -> None:
             runs = C.run_all(id or None, trials, seed)
         else:
             from rich.console import Console
+            from rich.markup import escape
 
             console = Console()
 
@@ -88,7 +89,7 @@ def register(app: typer.Typer) -> None:
                 mark = "[green]ok[/green]" if r.ok else "[red]FAIL[/red]"
                 console.print(
                     f"{mark} [bold]{r.id}[/bold] ({row['trials']} trials, {row['seconds']} s) "
-                    f"{row['status']} \\[{row['proof']}]: {r.statement}"
+                    f"{row['status']} \\[{row['proof']}]: {escape(r.statement)}"
                 )
                 if r.detail:
                     console.print(f"     {r.detail}", markup=False, highlight=False)

@@ -83,6 +83,13 @@ def test_cli_text_output():
     assert "[refuted]" in res.output
 
 
+def test_cli_text_keeps_the_false_tag_of_refuted_statements():
+    # "[false] ..." is text, not rich markup: it must reach the terminal
+    res = invoke("claims", "--id", "T12b", "--trials", "1")
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0 and "[refuted]: [false] Sequential without-replacement" in out
+
+
 def test_cli_text_shows_t5_checked_not_proved():
     res = invoke("claims", "--id", "T5", "--trials", "1")
     assert res.exit_code == 0, res.output
