@@ -25,22 +25,21 @@ def test_every_claim_has_a_consistent_status():
         assert (c.proof == "checked") == bool(c.proof_note), c.id
 
 
-def test_t5_is_checked_not_proved_and_says_what_is_checked():
+def test_t5_is_proved_for_every_law_it_states():
+    # proofs/T05_q_convexity.md covers the sequential law at every n (exponential clocks)
     t5 = C.get("T5")
-    assert t5.proof == t05_q_convexity.PROOF == "checked"  # declared in one place
-    note = t5.proof_note
-    for words in ("sequential", "n ≥ 3", "not proved", "exact rationals", "V in {4, 5, 6}"):
-        assert words in note, words
-    others = {c.id for c in C.CLAIMS.values() if c.proof == "checked"}
-    assert others == {"T5"}
+    assert t5.proof == t05_q_convexity.PROOF == "proved"  # declared in one place
+    assert t5.proof_note == ""
+    assert "proofs/T05_q_convexity.md" in t5.reference
+    assert {c.id for c in C.CLAIMS.values() if c.proof == "checked"} == set()
 
 
 def test_run_and_json_carry_the_status():
     r = C.run("T5", trials=1)
-    assert (r.proof, r.proof_note) == ("checked", t05_q_convexity.PROOF_NOTE)
+    assert (r.proof, r.proof_note) == ("proved", "")
     js = r.to_json()
-    assert js["proof"] == "checked" and js["proof_note"] == t05_q_convexity.PROOF_NOTE
-    assert C.row(r)["proof"] == "checked, not proved" and C.row(r)["proof_note"]
+    assert js["proof"] == "proved" and js["proof_note"] == ""
+    assert C.row(r)["proof_note"] == "" and "not proved" not in r.detail
     r4 = C.run("T4", trials=1)
     assert r4.to_json()["proof"] == "proved" and C.row(r4)["proof_note"] == ""
 
@@ -89,8 +88,8 @@ def test_docs_table_agrees_with_the_registry():
         assert C.get(cid).proof == status, (cid, status)
 
 
-def test_docs_say_t5_is_checked_not_proved():
+def test_docs_say_t5_is_proved_for_sequential_drafts():
     text = " ".join(DOCS.read_text().split())
-    assert "T5 is checked, not proved, for sequential drafts at n ≥ 3" in text
-    assert "max(1, trials // 2) further sequential laws with V ∈ {4, 5, 6} and 3 ≤ n < V" in text
+    assert "T5 is proved for sequential drafts at every n" in text
+    assert "proofs/T05_q_convexity.md" in text
     assert "mdsd_ot/theory/claims/t05_q_convexity.py" in text

@@ -10,8 +10,8 @@ scanned exactly over all (H, x, y) by :func:`mdsd_ot.theory.qconvex.q_convexity_
 T5 runs on the laws declared q-convex (``cls.q_convex``); T5b (greedy, SpecHub) and T5c
 (product laws, q = mean marginal) must be refuted.
 
-T5's proof status is :data:`PROOF` / :data:`PROOF_NOTE` below, the one place to change when
-the sequential case n ≥ 3 is proved.
+T5's proof status is :data:`PROOF` / :data:`PROOF_NOTE` below (proved for every law it states,
+the sequential law at every n included).
 """
 
 from __future__ import annotations
@@ -33,22 +33,15 @@ __all__ = [
     "SEQUENTIAL_MAX_V",
 ]
 
-#: T5's proof status (see :mod:`mdsd_ot.theory.claims._base`).  Flip to ``"proved"`` (and
-#: update :data:`PROOF_NOTE`, docs/claims.md) when proofs/T05_q_convexity.md covers n ≥ 3.
-PROOF = "checked"
+#: T5's proof status (see :mod:`mdsd_ot.theory.claims._base`): proofs/T05_q_convexity.md covers
+#: with replacement, conditional Poisson and sequential without replacement at every n.
+PROOF = "proved"
 
 #: The smallest n at which the sequential (without-replacement) case is only checked.
 SEQUENTIAL_CHECKED_FROM = 3
 
-PROOF_NOTE = (
-    "Proved for with replacement, conditional Poisson and sequential without replacement at "
-    "n ≤ 2 (proofs/T05_q_convexity.md). For sequential without-replacement drafts at n ≥ 3 it "
-    "is checked, not proved: every (H, x, y) is scanned in exact rationals on seeded random "
-    "rational q (entries k/s with k in 1..12, full support), in each run on the sequential "
-    "laws with n = 3 among the random mix (V in {3, 4, 5}, n ≤ 3) and on max(1, trials // 2) "
-    "further sequential laws with V in {4, 5, 6} and 3 ≤ n < V (3 by default, 30 under "
-    "`-m slow`). Hu et al.'s proof goes through the e_n identity that T12b refutes."
-)
+#: What remains only checked (empty: everything T5 states is proved).
+PROOF_NOTE = ""
 
 #: The extra sequential laws T5 scans: V in [4, SEQUENTIAL_MAX_V], 3 ≤ n < V.
 SEQUENTIAL_MAX_V = 6
@@ -152,7 +145,7 @@ CLAIMS = [
     Claim(
         "T5",
         "Q is q-convex for with, without (sequential) and conditional-Poisson drafts.",
-        f"docs/reference.md T5; {HU} Thms 3–4",
+        f"docs/reference.md T5; proofs/T05_q_convexity.md (sequential, every n); {HU} Thms 3–4",
         "random rational q, V ≤ 5, n ≤ 3",
         "holds",
         check,
