@@ -48,7 +48,7 @@ __all__ = [
     "joint_table_law",
 ]
 
-FLOAT_TOL = 1e-6  # LP solvers (HiGHS tolerances ~1e-7, architecture.md); exact methods use 0
+FLOAT_TOL = 1e-6  # LP solvers (HiGHS feasibility tolerances ~1e-7); exact methods use 0
 
 #: The proof states of a claim (see the module docstring).
 PROOF_STATES: tuple[str, ...] = ("proved", "checked", "refuted")
