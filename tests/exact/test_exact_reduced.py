@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 
 import mdsd_ot
-from conftest import bank_alpha, bank_law, dirichlet, load_bank
 from mdsd_ot import drafts
 from mdsd_ot.drafts import Vector
 from mdsd_ot.drafts._sets import combinations
 from mdsd_ot.exact import reduced as rd
 from mdsd_ot.exact.maxflow import tuple_flow
 from mdsd_ot.exact.subset import subset_selection
+from testkit import bank_alpha, bank_law, dirichlet, load_bank
 
 SCHEMES = ["with", "without", "conditional-poisson", "product", "greedy", "spechub", "explicit"]
 
