@@ -226,8 +226,11 @@ def test_certificate_and_acceptance_method():
     assert cert["eps"] <= 1e-12 and cert["law_error"] <= 1e-9
     assert v.has_closed_form(3)
     assert v.acceptance(p, q, 3) == pytest.approx(cert["alpha_star"], abs=1e-12)
-    seq = ChainOptimal(drafts.WithoutReplacement(q, 3)).certificate(p)
+    chain_seq = ChainOptimal(drafts.WithoutReplacement(q, 3))
+    seq = chain_seq.certificate(p)
     assert seq["construction"] == "stream" and not seq["exact_optimum"] and seq["eps"] >= 0
+    assert not chain_seq.has_closed_form(3) and chain_seq.has_closed_form(1)
+    assert chain_seq.acceptance(p, q, 3) == pytest.approx(seq["acceptance"], abs=1e-15)
 
 
 def test_slot_lookup_with_ties_and_zeros():

@@ -41,6 +41,9 @@ from .sample import sample_plan, sample_plans
 
 __all__ = ["ChainOptimal", "construction_for"]
 
+#: Constructions that attain α* exactly (up to rounding).
+EXACT: tuple[str, ...] = ("relabel", "cp2")
+
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
 _CONSTRUCTION: dict[type, Any] = {
     WithReplacement: lambda n: "relabel",
@@ -101,7 +104,7 @@ class ChainOptimal(Verifier):
         plan = self.plan(p, draft)
         pv = V_.prob_vector(p, "p")
         a = float(alpha_star(pv, draft.q, n=draft.n, scheme=draft.fast_kernel))
-        exact = plan.construction in ("relabel", "cp2") or draft.n == 1
+        exact = plan.construction in EXACT or draft.n == 1
         n = plan.n
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
         return {
@@ -141,9 +144,13 @@ class ChainOptimal(Verifier):
 
     # -- acceptance ----------------------------------------------------------------------------
     def has_closed_form(self, n: int) -> bool:
-        return True
+        """True where :meth:`acceptance` is the exact acceptance (``relabel``, ``cp2``, n = 1);
+        for ``stream`` and ``top`` it is a certified lower bound (simulate for the value)."""
+        draft = self.draft
+        return draft is not None and (n == 1 or _CONSTRUCTION[type(draft)](n) in EXACT)
 
     def acceptance(self, p: Any, q: Any, n: int) -> float:
-        """Acceptance of the chain verifier for the bound law's class with (q, n)."""
+        """Acceptance of the chain verifier for the bound law's class with (q, n) (a lower bound
+        for ``stream`` and ``top``)."""
         draft = self._law(None)
         return self.plan(p, type(draft)(q, n)).acceptance
