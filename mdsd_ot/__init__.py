@@ -2,7 +2,8 @@
 
 The public API (re-exported here): :func:`alpha_star`, :func:`solve`, the draft laws of
 :mod:`mdsd_ot.drafts`, the :class:`Result` type, and the method registry :data:`METHODS`.
-Subpackages ``fast``, ``torch``, ``verifiers`` and ``theory`` are imported on first use.
+Subpackages ``fast``, ``torch``, ``verifiers``, ``reports`` and ``theory`` (and the modules ``io``
+and ``hf``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -47,14 +48,17 @@ __all__ = [
     "fast",
     "torch",
     "verifiers",
+    "reports",
+    "io",
+    "hf",
     "theory",
     "__version__",
 ]
 
-_LAZY_MODULES = {"fast", "torch", "verifiers", "theory", "exact"}
+_LAZY_MODULES = {"fast", "torch", "verifiers", "reports", "theory", "exact", "io", "hf"}
 _LAZY_ATTRS = {
     "certify": ("mdsd_ot.exact.certificate", "certify"),
-    "crosscheck": ("mdsd_ot.crosscheck", "crosscheck"),
+    "crosscheck": ("mdsd_ot.reports.crosscheck", "crosscheck"),
 }
 
 
