@@ -124,9 +124,19 @@ def check_vocabularies(target_tok: Any, draft_tok: Any, target: str, draft: str)
 
 
 def _load(path: Path, device: str) -> tuple[Any, Any]:
-    torch, transformers = _require()
-    tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    """Tokenizer and model (eval mode) of a local directory, without transformers' own bars."""
+    _, transformers = _require()
+    tlog = transformers.utils.logging
+    bars, level = tlog.is_progress_bar_enabled(), tlog.get_verbosity()
+    tlog.disable_progress_bar()
+    tlog.set_verbosity_error()
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    finally:
+        tlog.set_verbosity(level)
+        if bars:
+            tlog.enable_progress_bar()
     return tok, model.to(device).eval()
 
 

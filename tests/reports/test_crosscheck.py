@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot import drafts
 from mdsd_ot.cli import crosscheck as cli_crosscheck
+from mdsd_ot.exact import METHODS, Method
 from mdsd_ot.reports.crosscheck import (
     DEFAULT_TOL,
     builtin_instances,
@@ -25,7 +26,6 @@ from mdsd_ot.reports.crosscheck import (
     make_instance,
     random_instances,
 )
-from mdsd_ot.exact import METHODS, Method
 
 runner = CliRunner()
 
