@@ -233,9 +233,7 @@ def write_shard(
     tmp = atomic_path(path)
     try:
         if path.suffix == ".safetensors":
-            from safetensors.numpy import save_file
-
-            save_file(tensors, str(tmp), metadata=meta)
+            _safetensors().numpy.save_file(tensors, str(tmp), metadata=meta)
         else:
             with open(tmp, "wb") as fh:
                 np.savez(fh, **tensors, **{k: np.array(v) for k, v in meta.items()})
@@ -317,19 +315,29 @@ class Shard:
 # -- headers ---------------------------------------------------------------------------------
 
 
+def _safetensors() -> Any:
+    try:
+        import safetensors
+        import safetensors.numpy
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            ".safetensors shards need safetensors; pip install 'mdsd-ot[hf]' (or use .npz shards)"
+        ) from exc
+    return safetensors
+
+
 def _read_header(path: Path) -> tuple[dict[str, tuple[tuple, Any]], dict[str, str]]:
     """``({tensor: (shape, dtype)}, metadata)`` without reading the data."""
     if path.suffix == ".safetensors":
-        from safetensors import SafetensorError, safe_open
-
+        st = _safetensors()
         try:
-            with safe_open(str(path), framework="numpy") as fh:
+            with st.safe_open(str(path), framework="numpy") as fh:
                 meta = dict(fh.metadata() or {})
                 header = {}
                 for k in fh.keys():
                     sl = fh.get_slice(k)
                     header[k] = (tuple(sl.get_shape()), _ST_DTYPES.get(sl.get_dtype(), None))
-        except (OSError, SafetensorError, ValueError) as exc:
+        except (OSError, st.SafetensorError, ValueError) as exc:
             raise ValueError(f"{path}: not a readable safetensors file ({exc})") from None
         return header, meta
     try:
@@ -398,9 +406,7 @@ def _check_header(where: str, header: Mapping[str, tuple], meta: Mapping[str, st
 
 def _read_rows(path: Path, keys: tuple[str, ...], start: int, stop: int) -> dict[str, np.ndarray]:
     if path.suffix == ".safetensors":
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="numpy") as fh:
+        with _safetensors().safe_open(str(path), framework="numpy") as fh:
             return {k: np.asarray(fh.get_slice(k)[start:stop]) for k in keys}
     with np.load(path, allow_pickle=False) as npz:
         return {k: np.array(_npz_member(path, k, npz)[start:stop]) for k in keys}

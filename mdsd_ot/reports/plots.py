@@ -120,6 +120,7 @@ def plot_histograms(
         series = [("α*", r["alpha_values"])] + [(v["name"], v["values"]) for v in r["verifiers"]]
         for j, (label, vals) in enumerate(series):
             x = np.array([v for v in vals if v is not None], dtype=np.float64)
+            x = np.clip(x, 0.0, 1.0)  # 1 + 1e-16 from rounding belongs to the last bin
             if x.size:
                 ax.hist(x, bins=bins, histtype="step", lw=1.5, color=f"C{j}", label=label)
         ax.set_title(r["law"], fontsize=9)
@@ -127,6 +128,7 @@ def plot_histograms(
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("positions")
     fig.suptitle(f"n = {n}, T = {temperature:g}: α* and acceptance per position", fontsize=10)
+    fig.tight_layout()
     if path is not None:
         save_png(fig, path)
     return fig
