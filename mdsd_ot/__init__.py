@@ -12,6 +12,7 @@ import importlib
 from typing import Any
 
 from . import drafts
+from ._version import __version__
 from .api import alpha_star, available_methods, solve
 from .drafts import (
     ConditionalPoisson,
@@ -25,8 +26,6 @@ from .drafts import (
 )
 from .methods import METHODS
 from .result import Result
-
-__version__ = "0.1.0"
 
 __all__ = [
     "alpha_star",

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as V_
+from ._version import __version__
 
 __all__ = [
     "REQUIRED_TENSORS",
@@ -138,8 +139,6 @@ def make_metadata(
     >>> make_metadata("gpt2", "distilgpt2", temperature=0.7, top_k=0, top_p=1.0, vocab_size=50257)["top_p"]
     '1.0'
     """
-    from . import __version__
-
     meta = {
         "target": str(target),
         "draft": str(draft),

@@ -29,35 +29,16 @@ import numpy as np
 
 from .. import drafts as D
 
-__all__ = ["report_laws", "kernel", "alpha_rows", "make_law"]
-
-# Until the draft-law classes carry ``kernel`` and ``fixed_n`` (mdsd_ot/drafts/ package on
-# main), their values are read from here; delete this table after the merge.
-_UNTIL_MERGE: dict[str, tuple[str | None, int | None]] = {
-    "with": ("with", None),
-    "without": ("without", None),
-    "conditional-poisson": ("conditional-poisson", None),
-    "product": (None, None),
-    "greedy": ("greedy", None),
-    "spechub": ("greedy", 2),
-    "explicit": (None, None),
-}
-
-
-def kernel(scheme: str) -> str | None:
-    """The fast solver's route of a law (``None``: no fast route)."""
-    cls = D.SCHEMES[scheme]
-    return getattr(cls, "kernel", _UNTIL_MERGE[scheme][0])
-
-
-def _fixed_n(scheme: str) -> int | None:
-    cls = D.SCHEMES[scheme]
-    return getattr(cls, "fixed_n", _UNTIL_MERGE[scheme][1])
+__all__ = ["report_laws", "alpha_rows", "make_law"]
 
 
 def report_laws(n: int) -> tuple[str, ...]:
     """The schemes a report covers for ``n`` drafts (fast route, and ``n`` allowed)."""
-    return tuple(s for s in D.SCHEMES if kernel(s) is not None and _fixed_n(s) in (None, int(n)))
+    return tuple(
+        s
+        for s, cls in D.SCHEMES.items()
+        if cls.kernel is not None and cls.fixed_n in (None, int(n))
+    )
 
 
 def make_law(scheme: str, q: Any, n: int) -> D.DraftLaw:
