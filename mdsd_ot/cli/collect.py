@@ -32,12 +32,19 @@ def register(app: typer.Typer) -> None:
     @app.command("collect")
     @bad_input_exits_2
     def collect_cmd(
-        target: Annotated[str, typer.Option("--target", help="Target model directory.")],
-        draft: Annotated[str, typer.Option("--draft", help="Draft model directory.")],
-        prompts: Annotated[
-            str, typer.Option("--prompts", help="Prompts: one per line (or .jsonl).")
+        target: Annotated[
+            str, typer.Option("--target", metavar="PATH", help="Target model directory.")
         ],
-        out: Annotated[str, typer.Option("--out", help="New directory for the shards.")],
+        draft: Annotated[
+            str, typer.Option("--draft", metavar="PATH", help="Draft model directory.")
+        ],
+        prompts: Annotated[
+            str,
+            typer.Option("--prompts", metavar="FILE", help="Prompts: one per line (or .jsonl)."),
+        ],
+        out: Annotated[
+            str, typer.Option("--out", metavar="DIR", help="New directory for the shards.")
+        ],
         max_new_tokens: Annotated[
             int, typer.Option("--max-new-tokens", help="Tokens generated per prompt.")
         ] = 64,

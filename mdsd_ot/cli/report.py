@@ -149,7 +149,9 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         shards: Annotated[
             str | None,
-            typer.Argument(help="A .safetensors/.npz shard or a directory of shards."),
+            typer.Argument(
+                metavar="SHARDS", help="A .safetensors/.npz shard or a directory of shards."
+            ),
         ] = None,
         ns: Annotated[
             str, typer.Option("-n", "--drafts", help="Numbers of drafts, e.g. 2,3,4.")
@@ -173,7 +175,11 @@ def register(app: typer.Typer) -> None:
         as_csv: Annotated[bool, typer.Option("--csv", help="Print the report as CSV.")] = False,
         plot: Annotated[
             str | None,
-            typer.Option("--plot", help="Write PNG plots (acceptance vs T, histograms) to DIR."),
+            typer.Option(
+                "--plot",
+                metavar="DIR",
+                help="Write PNG plots (acceptance vs T, histograms) to DIR.",
+            ),
         ] = None,
         demo: Annotated[
             bool,
@@ -183,11 +189,16 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--positions", help="Positions of the --demo study.")
         ] = 256,
         workers: Annotated[
-            int | None, typer.Option("--workers", help="Run on a local Dask cluster of N workers.")
+            int | None,
+            typer.Option(
+                "--workers", metavar="N", help="Run on a local Dask cluster of N workers."
+            ),
         ] = None,
         scheduler: Annotated[
             str | None,
-            typer.Option("--scheduler", help="Run on the Dask scheduler at ADDRESS."),
+            typer.Option(
+                "--scheduler", metavar="ADDRESS", help="Run on the Dask scheduler at ADDRESS."
+            ),
         ] = None,
         samples: Annotated[
             int, typer.Option("--samples", help="Draft tuples per position when simulating.")
