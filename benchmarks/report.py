@@ -5,8 +5,8 @@ Run: ``python benchmarks/report.py [--quick]``.
 1. **Positions per second** of the shard report (n = 2, every law and verifier, 2,000 simulated
    tuples where needed) at V = 32,000 and 152,064 on synthetic shards (float32, the synthetic
    family of :mod:`mdsd_ot.synthetic` at T = 0.7): serially, and on a two-worker Dask cluster
-   (process workers, started beforehand; its start-up time is printed separately), and the
-   speed-up.  Both runs give identical reports (checked).
+   (the process workers of ``--workers 2``, started beforehand; the start-up time is printed
+   separately), and the speed-up.  Both runs give identical reports (checked).
 2. **One sort per row**: α* of the with-replacement, sequential without-replacement and
    conditional-Poisson laws of one row (n = 2, V = 152,064), as called by the report
    (:func:`mdsd_ot.reports.laws.alpha_rows`), divided by one ``np.argsort`` of the row's p/q
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import tempfile
 import time
@@ -42,7 +41,7 @@ def _dataset(d: str, V: int, m: int) -> None:
 
 
 def throughput(V: int, m: int, chunk: int) -> None:
-    from distributed import Client, LocalCluster
+    from mdsd_ot.reports.parallel import dask_client
 
     with tempfile.TemporaryDirectory() as d:
         _dataset(d, V, m)
@@ -51,19 +50,16 @@ def throughput(V: int, m: int, chunk: int) -> None:
         serial = report(d, [2], chunk_rows=chunk)
         ts = time.perf_counter() - t
         t = time.perf_counter()
-        with LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster, Client(cluster) as client:  # fmt: skip
+        with dask_client(workers=2) as client:  # the cluster of ``--workers 2``
             start = time.perf_counter() - t
-            client.run(lambda: __import__("mdsd_ot.reports"))  # imports on the workers
-            report(d, [2], chunk_rows=chunk, scheduler=cluster.scheduler_address)  # warm-up
+            address = client.scheduler.address
+            report(d, [2], chunk_rows=chunk, scheduler=address)  # warm-up of the workers
             t = time.perf_counter()
-            dask = report(d, [2], chunk_rows=chunk, scheduler=cluster.scheduler_address)
+            dask = report(d, [2], chunk_rows=chunk, scheduler=address)
             td = time.perf_counter() - t
     same = json.dumps(serial) == json.dumps(dask)
     print(
-        f"V = {V:>7,}  m = {m:>3}  serial {m / ts:7.2f} positions/s   2 workers {m / td:7.2f} "
+        f"V = {V:>7,}  m = {m:>3}  serial {m / ts:6.2f} positions/s   2 workers {m / td:6.2f} "
         f"positions/s   speed-up {ts / td:4.2f}x   (cluster start {start:.1f} s; identical: {same})"
     )
 

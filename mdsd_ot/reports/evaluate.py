@@ -147,8 +147,17 @@ def evaluate(
     live = [r for r in out if r.skipped is None]
     for r, (a, how) in zip(live, alpha_rows(P, Q, n, [r.law for r in live]).values(), strict=True):
         r.alpha, r.alpha_method = a, how
+        if np.isnan(a).any():  # say why (e.g. q with fewer than n tokens for distinct drafts)
+            k = int(np.flatnonzero(np.isnan(a))[0])
+            try:
+                make_law(r.law, Q[k], n)
+                r.skipped = f"position {k}: the fast solver refused the row"
+            except ValueError as exc:
+                r.skipped = f"position {k}: {exc}"
     for k in range(m):
         for r in live:
+            if not r.names:  # α* only (e.g. conditional Poisson): no law object needed
+                continue
             try:
                 law = make_law(r.law, Q[k], n)
             except ValueError as exc:  # a row outside the law's domain (e.g. q with zeros)
