@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate as V_
-from .drafts import SCHEMES, DraftLaw, Vector, make
-from .exact import METHODS
+from .. import _validate as V_
+from ..drafts import SCHEMES, DraftLaw, Vector, make
+from ..exact import METHODS
 
 __all__ = [
     "DEFAULT_TOL",
@@ -494,7 +494,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _certify(rep: InstanceReport, tol: float) -> None:
     """Build an optimal coupling and set, check them exactly, and compare with the methods."""
-    from .exact.certificate import certify, optimal_plan
+    from ..exact.certificate import certify, optimal_plan
 
     inst = rep.instance
     try:
@@ -525,7 +525,7 @@ def check_instance(
     inst: Instance, methods: Sequence[str], tol: float, certify: bool = True
 ) -> InstanceReport:
     """Run ``methods`` on one instance and compare their α* (see :func:`crosscheck`)."""
-    from .api import solve
+    from ..api import solve
 
     rep = InstanceReport(inst)
     for name in methods:
@@ -562,8 +562,8 @@ def check_instance(
 
 
 def _warm_up(methods: Sequence[str]) -> None:
-    from .api import solve
-    from .drafts import WithReplacement
+    from ..api import solve
+    from ..drafts import WithReplacement
 
     law = WithReplacement(["1/2", "1/2"], 2)
     for name in methods:
@@ -646,11 +646,11 @@ def crosscheck(
 
 
 class _CallableModule(types.ModuleType):
-    """``mdsd_ot.crosscheck`` names both this module and its main function.
+    """``mdsd_ot.reports.crosscheck`` names both this module and its main function.
 
-    Once the module is imported, Python binds the attribute ``mdsd_ot.crosscheck`` to the module
-    (not to the lazily re-exported function), so the module is made callable: calling it calls
-    :func:`crosscheck`.
+    Once the module is imported, Python binds the attribute ``mdsd_ot.reports.crosscheck`` to the
+    module (not to the lazily re-exported function), so the module is made callable: calling it
+    calls :func:`crosscheck`.  (``mdsd_ot.crosscheck`` is always the function.)
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> CrosscheckReport:
