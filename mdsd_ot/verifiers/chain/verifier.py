@@ -1,4 +1,5 @@
-r"""The chain verifier as a :class:`~mdsd_ot.verifiers.Verifier` (the default ``optimal`` for q laws).
+r"""The chain verifier as a :class:`~mdsd_ot.verifiers.Verifier` (``optimal`` for q laws; see
+:func:`mdsd_ot.verifiers.optimal.default_method`).
 
 Defined for the q-convex laws with a prefix algorithm (proofs/optimal_verifier.md):
 
