@@ -2,19 +2,19 @@
 
 Importing this package registers every method in :data:`METHODS`.
 
-==================  ===============================================================
-module              job
-==================  ===============================================================
-:mod:`.primal`      transport LP (7): ``"primal"``, ``"primal-cvxpy"``
-:mod:`.emd`         LP (7) by POT's network simplex: ``"emd"``
-:mod:`.bmatching`   b-matching LP (9): ``"bmatching"``
-:mod:`.dual`        w-vertex-cover dual (10), LP and 0/1 program: ``"dual"``
-:mod:`.maxflow`     max-flow over draft tuples: ``"maxflow"``, ``"maxflow-scipy"``
-:mod:`.reduced`     set-reduced max-flow over token sets: ``"reduced"``
-:mod:`.subset`      subset selection (8) by brute force: ``"subset"``, ``"subset-exact"``
-:mod:`.plans`       Lemma 1 plan completion, repair of LP flows, optimal couplings
-:mod:`.certificate` exact check of a plan and a set (weak duality)
-==================  ===============================================================
+=====================  ===============================================================
+module                 job
+=====================  ===============================================================
+:mod:`.primal`         transport LP (7): ``"primal"``, ``"primal-cvxpy"``
+:mod:`.emd`            LP (7) by POT's network simplex: ``"emd"``
+:mod:`.bmatching`      b-matching LP (9): ``"bmatching"``
+:mod:`.dual`           w-vertex-cover dual (10), LP and 0/1 program: ``"dual"``
+:mod:`.maxflow`        max-flow over draft tuples: ``"maxflow"``, ``"maxflow-scipy"``
+:mod:`.reduced`        set-reduced max-flow over token sets: ``"reduced"``
+:mod:`.subset`         brute-force subset selection (8): ``"subset"``, ``"subset-exact"``
+:mod:`.plans`          Lemma 1 plan completion, repair of LP flows, optimal couplings
+:mod:`.certificate`    exact check of a plan and a set (weak duality)
+=====================  ===============================================================
 
 Private siblings hold what several forms share: ``_graph`` (the bipartite draft graph, level
 sets), ``_highs`` (HiGHS models and solves), ``_flow`` (the bipartite max-flow engines and

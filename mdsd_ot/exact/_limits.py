@@ -4,16 +4,14 @@ Every exact method refuses, *before* doing any work, an instance whose work exce
 with a :class:`ValueError` that names the limit and the method to use instead.  The work is
 counted in the unit the method spends:
 
-=======================  ==================================================================
-method                   work counted
-=======================  ==================================================================
-primal, primal-cvxpy,    LP variables / dense entries :math:`V \cdot K` (K draft tuples)
-emd
-bmatching, dual,         graph edges, n per tuple: :math:`n K`
-maxflow, maxflow-scipy
-reduced                  token sets, and :math:`\max(n M, \text{set-weight terms})` (M sets)
-subset, subset-exact     :math:`2^V` subsets × V tokens
-=======================  ==================================================================
+=================================  ==========================================================
+method                             work counted
+=================================  ==========================================================
+primal, primal-cvxpy, emd          LP variables / dense entries :math:`V \cdot K` (K tuples)
+bmatching, dual, maxflow(-scipy)   graph edges, n per tuple: :math:`n K`
+reduced                            token sets M, and :math:`\max(n M, \text{set-weight terms})`
+subset, subset-exact               :math:`2^V` subsets × V tokens
+=================================  ==========================================================
 
 The counts K, M and the set-weight terms come from the draft law (``support_size_bound``,
 ``set_count_bound``, ``set_weight_work``) as exact integers.  On hostile sizes those integers
