@@ -59,8 +59,7 @@ def main() -> None:
         tracemalloc.stop()
         assert s.shape == (args.m, law.n)
         print(
-            f"{type(law).__name__:22s} {law.n:2d} {dt:8.3f} {dt / args.m * 1e6:8.2f} µs "
-            f"{peak:9.1f}"
+            f"{type(law).__name__:22s} {law.n:2d} {dt:8.3f} {dt / args.m * 1e6:8.2f} µs {peak:9.1f}"
         )
 
 

@@ -353,6 +353,10 @@ class QLaw(DraftLaw):
                 f"n: {type(self).__name__} is defined for n = {self.fixed_n} drafts only, "
                 f"got n={self.n}"
             )
+        self._check_support()
+
+    def _check_support(self) -> None:
+        """Refuse a q the law is undefined for (distinct-token laws need n positive tokens)."""
         if self.distinct:
             V_.check_support(self.q, self.n, self.scheme)
 

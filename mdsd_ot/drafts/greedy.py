@@ -61,11 +61,12 @@ class Greedy(QLaw):
 
     scheme = "greedy"
     kernel = "greedy"
+    distinct = True
     random_full_support = True
     summary = "the top n-1 tokens of q, then one draw from q without them (Hu et al. §5.1)"
 
-    def __init__(self, q: Any, n: int):
-        super().__init__(q, n)
+    def _check_support(self) -> None:
+        """The last draft needs positive mass outside T (however small)."""
         self.T = greedy_top(self.q, self.n - 1)
         if self.n - 1 >= self.V or not (self._rest(False) > 0):
             raise ValueError(
@@ -151,12 +152,16 @@ class SpecHub(QLaw):
 
     scheme = "spechub"
     kernel = "greedy"
+    distinct = True
     fixed_n = 2
     random_full_support = True
     summary = "SpecHub (n = 2): x1 ~ q; x2 ~ q without the top token if x1 is it, else the top"
 
     def __init__(self, q: Any, n: int = 2):
         super().__init__(q, n)
+
+    def _check_support(self) -> None:
+        """The second draft needs positive mass outside the top token a."""
         self.a = greedy_top(self.q, 1)[0]
         if not (self._rest(False) > 0):
             raise ValueError(
