@@ -256,15 +256,19 @@ class RandomCoins:
         return bool(self.rng.random() < b)
 
     def categorical(self, weights: Iterable[Number]) -> int:
-        w = np.asarray([float(x) for x in weights], dtype=np.float64)
-        if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < -FLOAT_SLACK):
-            raise CoinError(
-                f"coins.categorical(weights): weights must be finite and >= 0, got {w.tolist()}"
-            )
-        cdf = np.cumsum(np.maximum(w, 0.0))
-        if not cdf[-1] > 0:
+        w = [float(x) for x in weights]
+        if not w or not all(np.isfinite(x) and x >= -FLOAT_SLACK for x in w):
+            raise CoinError(f"coins.categorical(weights): weights must be finite and >= 0, got {w}")
+        total = sum(x for x in w if x > 0)
+        if not total > 0:
             raise CoinError("coins.categorical(weights): the weights sum to 0; nothing to draw")
-        # the first index whose cdf exceeds u * total has a positive weight; u * total may round
-        # up to total, then the last positive weight is drawn
-        i = int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right"))
-        return i if i < w.size else int(np.flatnonzero(w > 0)[-1])
+        # inverse CDF: the first positive weight whose running sum exceeds u * total; u * total
+        # may round up to the total, then the last positive weight is drawn
+        u, acc, last = self.rng.random() * total, 0.0, -1
+        for i, x in enumerate(w):
+            if x > 0:
+                acc += x
+                last = i
+                if acc > u:
+                    return i
+        return last

@@ -14,20 +14,17 @@ Controls
 Coin-level verifiers written here from docs/reference.md: the correct ones (:data:`REFERENCE`)
 and deliberately broken ones (:data:`BROKEN`), each broken one with the correct one that fixes
 it.  ``p`` and ``q`` are lists of Fractions or float arrays; ``accepted`` is "the output is a
-draft".  The bugs:
+draft".  The bugs (and the draft law each is meant for):
 
-==========================  ==========================================================  =========
-control                     bug                                                         draft law
-==========================  ==========================================================  =========
-``rrs_unnormalised``        wrong residual normalisation: r ← (r − q)⁺ not renormalised  with
-``rrs_wrong_law``           residual against the wrong draft law: q, not q_j             without
-``rrs_off_by_one``          off-by-one in the drafts examined: q_j forgets draft j − 1   without
-``kseq_off_by_one``         examines drafts 1..n−1, residual built for n rejections      with
-``abs_residual``            residual |p − q| instead of (p − q)⁺                         with
-``greedy_wrong_law``        accepts x̂ against q instead of q' (the law of x̂)           greedy
-``always_accept``           outputs the first draft: acceptance above α*                 with
-``inflated_ratio``          accepts w.p. min(1, 1.02 p/q): a small law error             with
-==========================  ==========================================================  =========
+- ``rrs_unnormalised`` (with): wrong residual normalisation, r ← (r − q)⁺ is not renormalised;
+- ``rrs_wrong_law`` (without): residual against the wrong draft law, q instead of q_j;
+- ``rrs_off_by_one`` (without): off-by-one in the drafts examined, q_j forgets draft j − 1;
+- ``kseq_off_by_one`` (with): examines drafts 1..n−1 with a residual built for n rejections;
+- ``abs_residual`` (with, n = 1): the residual is the absolute difference of p and q, not
+  (p − q)⁺;
+- ``greedy_wrong_law`` (greedy): accepts the last draft against q instead of q' (its law);
+- ``always_accept`` (with): outputs the first draft, so its acceptance exceeds α*;
+- ``inflated_ratio`` (with, n = 1): accepts w.p. min(1, 1.02 p/q), a small law error.
 """
 
 from __future__ import annotations
@@ -143,7 +140,9 @@ def verify_sampler(verify: Callable) -> Callable:
     """``sampler(p, q, drafts, rng)``: ``verify`` run with random coins drawn from ``rng``."""
 
     def sampler(p, q, drafts_, rng):
-        return verify(p, q, tuple(int(i) for i in drafts_), RandomCoins(rng))
+        if not isinstance(drafts_, tuple):
+            drafts_ = tuple(int(i) for i in drafts_)
+        return verify(p, q, drafts_, RandomCoins(rng))
 
     sampler.__name__ = sampler.__qualname__ = f"verify_sampler({getattr(verify, '__name__', '?')})"
     return sampler
@@ -209,7 +208,8 @@ def _kseq_setup(p, q, n):
         ex = _exact(p)
         rho = solve_rho(list(p), list(q), n, exact=ex)
         _, num = kseq_residual(list(p), list(q), n, rho, ex)
-        _KSEQ[key] = (rho, [max(x, 0) for x in num])
+        res = [max(x, 0) for x in num]  # float rounding only (the exact residual is >= 0)
+        _KSEQ[key] = (rho, res if sum(res, 0) > 0 else list(p))  # 0: rejection has mass 0
     return _KSEQ[key]
 
 

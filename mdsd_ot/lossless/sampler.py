@@ -116,7 +116,7 @@ def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
         if batch:
             tok, acc = sampler(p, q, t, rng)
         else:
-            out = [sampler(p, q, tuple(int(i) for i in row), rng) for row in t]
+            out = [sampler(p, q, tuple(row), rng) for row in t.tolist()]
             tok, acc = [o[0] for o in out], [o[1] for o in out]
     except Exception as exc:  # noqa: BLE001 - any exception of the sampler is its failure
         raise SamplerError(f"the sampler raised {type(exc).__name__}: {exc}") from exc
