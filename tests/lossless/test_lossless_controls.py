@@ -2,7 +2,8 @@
 
 Exact mode catches every broken control with a witness (default suite).  Statistical mode flags
 each broken control on instances whose law error is >= 0.01 in total variation, with the sample
-size its power statement gives for delta = 0.01 (``-m slow`` for all; two in the default suite).
+size its power statement gives for delta = 0.01, and passes its fix there (``-m slow`` for all;
+one control, without its fix, in the default suite).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def test_broken_control_caught_by_exact_mode(name):
     assert r.error > 0 and str(r.error) == w["law_error"]
     fixed = replay(w, c.fix)
     assert fixed.error == 0 and fixed.in_drafts <= Fraction(w["alpha_star"])
-    assert check_exact(c.fix, c.scheme, COUNT, vocab=VOCAB, n=c.n).passed
+    # the fixes are the reference controls, lossless on the whole family (test above)
+    assert c.fix in {r.verify for r in controls.REFERENCE.values()}
 
 
 def _instances_with_tv(c, k):
@@ -55,7 +57,7 @@ def _instances_with_tv(c, k):
     return [ch.instance for ch in sel], [float(ch.result.tv) for ch in sel]
 
 
-def _statistical(name, k):
+def _statistical(name, k, check_fix=True):
     c = controls.BROKEN[name]
     insts, tvs = _instances_with_tv(c, k)
     assert insts, f"{name}: no instance with TV >= {DELTA}"
@@ -67,6 +69,8 @@ def _statistical(name, k):
     for ch in rep.checks:
         assert ch.power.delta <= DELTA * 1.001  # N was sized for delta = 0.01
     assert all(flagged), (name, tvs, Ns, [ch.p_value for ch in rep.checks])
+    if not check_fix:
+        return
     ok = check_sampler_family(
         controls.verify_sampler(c.fix), c.scheme, insts, samples=max(Ns), level=LEVEL
     )
@@ -74,9 +78,9 @@ def _statistical(name, k):
     print(f"\n{name}: TV {[round(t, 4) for t in tvs]}, samples {Ns}, flagged {flagged}")
 
 
-@pytest.mark.parametrize("name", ["always_accept", "inflated_ratio"])
-def test_broken_controls_caught_by_statistical_mode_quick(name):
-    _statistical(name, 1)
+def test_broken_control_caught_by_statistical_mode_quick():
+    """The smallest error of the controls (TV 0.0119, just above 0.01) at its power-statement N."""
+    _statistical("inflated_ratio", 1, check_fix=False)
 
 
 @pytest.mark.slow
