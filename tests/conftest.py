@@ -1,54 +1,10 @@
-"""Shared fixtures: the reference alpha bank and seeded random instances."""
+"""Shared fixtures (the helpers themselves live in ``tests/testkit.py``)."""
 
 from __future__ import annotations
 
-import json
-from fractions import Fraction
-from pathlib import Path
-
-import numpy as np
 import pytest
 
-from mdsd_ot import drafts
-
-#: The reference bank, kept in the repository with its provenance (see the file's "provenance").
-BANK_PATH = Path(__file__).resolve().parent / "data" / "alpha_bank.json"
-
-
-def load_bank() -> list[dict]:
-    """The 192 rational instances with independently computed exact alpha*."""
-    instances = json.loads(BANK_PATH.read_text())["instances"]
-    assert len(instances) == 192, f"{BANK_PATH}: expected 192 instances, found {len(instances)}"
-    return instances
-
-
-def bank_law(inst: dict):
-    """The draft law of a bank instance, or None for the 3 greedy instances outside its domain.
-
-    Greedy with n - 1 >= V has no token outside its top n - 1, so the last draft is undefined;
-    ``Greedy`` rejects it (tested in test_drafts.py).  Every other instance must build.
-    """
-    if inst["scheme"] == "greedy" and inst["n"] - 1 >= len(inst["p"]):
-        return None
-    return drafts.from_spec(inst)
-
-
-def bank_alpha(inst: dict) -> Fraction:
-    return Fraction(inst["alpha"])
-
-
-def dirichlet(rng: np.random.Generator, V: int, conc: float) -> np.ndarray:
-    """A Dirichlet draw with occasional exact zeros and ties (seeded)."""
-    x = rng.dirichlet(np.full(V, conc))
-    r = rng.random()
-    if r < 0.15 and V > 2:
-        x[rng.integers(V)] = 0.0
-    elif r < 0.25 and V > 2:
-        i, j = rng.choice(V, 2, replace=False)
-        x[j] = x[i]
-    elif r < 0.3:
-        x[rng.integers(V)] = 1e-12
-    return x / x.sum()
+from testkit import bank_alpha, bank_law, dirichlet, load_bank  # noqa: F401  (re-exported)
 
 
 @pytest.fixture(scope="session")

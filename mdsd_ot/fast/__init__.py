@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exact._common import register
+from ..methods import register
 from . import _backend as bk
 from ._check import SCHEMES, check_numpy, check_scheme_n
 from .greedy import greedy, single
