@@ -21,16 +21,12 @@ True
 from __future__ import annotations
 
 from . import coins, controls, stats
-from .exact import ExactLaw, ExactReport, InstanceCheck, check_exact, exact_law, replay
+from .exact import ExactLaw, exact_law
+from .exact_check import ExactReport, InstanceCheck, check_exact, replay
 from .family import Instance, instance_family
 from .load import load_function
-from .sampler import (
-    SamplerCheck,
-    SamplerReport,
-    check_sampler,
-    check_sampler_family,
-    replay_sampler,
-)
+from .sampler import SamplerCheck, check_sampler
+from .sampler_family import SamplerReport, check_sampler_family, replay_sampler
 from .stats import PowerStatement, samples_needed
 
 __all__ = [

@@ -119,6 +119,13 @@ def package_sampler(name: str, scheme: str, *, batch: bool = True, **options: An
 
     With ``batch=True`` ``drafts`` is an ``(N, n)`` array and the sampler returns two arrays
     (tokens, accepted); otherwise one tuple and one ``(token, accepted)``.
+
+    Examples
+    --------
+    >>> s = package_sampler("rrs-with", "with")
+    >>> tokens, accepted = s([0.5, 0.5], [0.5, 0.5], np.array([[0, 1], [1, 1]]), 0)
+    >>> tokens.shape, bool(accepted.all())  # p = q: every first draft is accepted
+    ((2,), True)
     """
     verifiers.get(name)
     cache: dict[Any, Any] = {}
@@ -137,7 +144,14 @@ def package_sampler(name: str, scheme: str, *, batch: bool = True, **options: An
 
 
 def verify_sampler(verify: Callable) -> Callable:
-    """``sampler(p, q, drafts, rng)``: ``verify`` run with random coins drawn from ``rng``."""
+    """``sampler(p, q, drafts, rng)``: ``verify`` run with random coins drawn from ``rng``.
+
+    Examples
+    --------
+    >>> s = verify_sampler(speculative)
+    >>> s(np.array([0.5, 0.5]), np.array([0.5, 0.5]), (1,), np.random.default_rng(0))
+    (1, True)
+    """
 
     def sampler(p, q, drafts_, rng):
         if not isinstance(drafts_, tuple):
@@ -170,7 +184,19 @@ def _done(y, drafts_):
 
 # -- correct coin-level verifiers ---------------------------------------------------------------
 def speculative(p, q, drafts_, coins):
-    """Single-draft speculative sampling (n = 1): accept w.p. min(1, p/q), else (p − q)⁺."""
+    r"""Single-draft speculative sampling (n = 1): accept w.p. min(1, p/q), else (p − q)⁺.
+
+    .. math:: \Pr[\text{out} = i] = \min(p_i, q_i) + (1 - \textstyle\sum_j \min(p_j, q_j))
+       \frac{(p_i - q_i)^+}{\sum_j (p_j - q_j)^+} = p_i
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> from mdsd_ot.lossless import exact_law
+    >>> r = exact_law(speculative, ["1/4", "3/4"], WithReplacement(["1/2", "1/2"], 1))
+    >>> [str(x) for x in r.law], r.acceptance
+    (['1/4', '3/4'], Fraction(3, 4))
+    """
     (x,) = drafts_
     if coins.bernoulli(min(1, p[x] / q[x])):
         return x, True

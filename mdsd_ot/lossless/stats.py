@@ -71,7 +71,13 @@ def pool_mask(p: np.ndarray, samples: int, min_expected: float = MIN_EXPECTED) -
 
 def n_tests(df: int, pool_tokens: int) -> int:
     """m of the Bonferroni combination: the G-test (if df > 0), the pool test (if the pool is
-    not empty) and the acceptance test (always counted)."""
+    not empty) and the acceptance test (always counted).
+
+    Examples
+    --------
+    >>> n_tests(3, 0), n_tests(0, 2), n_tests(2, 1)
+    (2, 2, 3)
+    """
     return int(df > 0) + int(pool_tokens > 0) + 1
 
 
@@ -183,7 +189,13 @@ def acceptance_p_value(hits: int, samples: int, alpha_star: float) -> float:
 
 
 def combine(p_values: Sequence[float], m: int | None = None) -> float:
-    """Bonferroni: :math:`\\min(1, m \\min_k p_k)` (m defaults to the number of p-values)."""
+    """Bonferroni: :math:`\\min(1, m \\min_k p_k)` (m defaults to the number of p-values).
+
+    Examples
+    --------
+    >>> combine([0.2, 0.01, 0.5]), combine([0.2, 0.01, 0.5], 2), combine([0.9, 0.6])
+    (0.03, 0.02, 1.0)
+    """
     m = len(p_values) if m is None else m
     return float(min(1.0, max(m, 1) * min(p_values)))
 
@@ -262,7 +274,14 @@ def detectable_tv(
     probability: float = POWER,
     min_expected: float = MIN_EXPECTED,
 ) -> float:
-    """The smallest TV error detected with ``probability`` by :func:`power` (bisection, 1e-4)."""
+    """The smallest TV error detected with ``probability`` by :func:`power` (bisection, 1e-4).
+
+    Examples
+    --------
+    >>> d = detectable_tv([0.25] * 4, 10_000, 1e-3)
+    >>> round(d, 3), power([0.25] * 4, 10_000, d, 1e-3) >= 0.9
+    (0.026, True)
+    """
     lo, hi = 0.0, 1.0
     if power(p, samples, hi, level, min_expected) < probability:
         return float("inf")
@@ -309,6 +328,11 @@ class PowerStatement:
     """ "With N samples this detects a TV error ≥ delta with probability ≥ probability at level."
 
     ``level`` is the per-instance level the tests ran at (after the correction across instances).
+
+    Examples
+    --------
+    >>> print(PowerStatement(80_000, 1e-3, 0.0101))
+    with 80,000 samples this detects a total-variation error >= 0.0101 with probability >= 0.9 at level 0.001
     """
 
     samples: int
