@@ -209,7 +209,10 @@ def check_n(n: Any, name: str = "n") -> int:
 
 def check_support(q: Sequence[Any] | np.ndarray, n: int, scheme: str, name: str = "q") -> None:
     """Check that ``q`` has at least ``n`` tokens of positive mass (distinct-token schemes)."""
-    support = int(sum(1 for v in q if v > 0))
+    if isinstance(q, np.ndarray) and q.dtype != object:
+        support = int(np.count_nonzero(q > 0))
+    else:
+        support = int(sum(1 for v in q if v > 0))
     if support < n:
         raise ValueError(
             f"{name}: the {scheme} scheme draws n={n} distinct tokens but {name} has only "

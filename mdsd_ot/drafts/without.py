@@ -85,7 +85,7 @@ class WithoutReplacement(QLaw):
 
     :math:`p_{draft}(\bar i) = \prod_j q(\bar i_j) / (1 - \sum_{l<j} q(\bar i_l))` on tuples of
     distinct tokens.  Needs at least n tokens with q > 0.  This is *not* the conditional-Poisson
-    law (T12).  q-convex: proved for n ≤ 2, checked for n ≥ 3 (T5; see ``proofs/``).
+    law (T12).  q-convex for every n (T5, proved in ``proofs/T05_q_convexity.md``).
 
     Examples
     --------

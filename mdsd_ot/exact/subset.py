@@ -3,6 +3,10 @@ r"""Subset selection (8) by brute force: α* = min_{H⊆Σ} [P(H) + 1 − Q(H)].
 ``subset`` evaluates all 2^V sets in floats (absolute accuracy ~ 2^V · V · eps);
 ``subset-exact`` does the same in exact rationals.  The minimiser with the fewest tokens, then the
 smallest index mask, is returned, so H is deterministic.
+
+Both refuse, before converting p or evaluating any Q(H), an instance above
+:data:`MAX_SUBSET_WORK` = 2^16 subsets × 16 tokens (V ≤ :data:`MAX_V`); the check never
+computes 2^V itself, so V = 10⁶ is refused at once.
 """
 
 from __future__ import annotations
@@ -12,12 +16,33 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _validate as V_
 from ..drafts import DraftLaw
 from ..methods import register, timed
+from . import _limits
 
-#: Largest vocabulary the brute force accepts (2^V subsets).
-MAX_V = 16
+__all__ = ["subset_selection", "subset_objective", "check_size", "MAX_V", "MAX_SUBSET_WORK"]
+
+#: Largest vocabulary the brute force accepts.
+MAX_V: int = 16
+#: Largest work of the brute force: 2^V subsets × V tokens (V = MAX_V).
+MAX_SUBSET_WORK: int = 2**MAX_V * MAX_V
+
+
+def check_size(draft: DraftLaw) -> int:
+    """Refuse more than :data:`MAX_SUBSET_WORK` subset-token steps (2^V × V), before any work.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> check_size(WithReplacement([0.5, 0.5], 3))  # 2^2 subsets x 2 tokens
+    8
+    """
+    return _limits.check_subsets(
+        draft.V,
+        MAX_SUBSET_WORK,
+        "brute-force subset selection",
+        f"it enumerates 2^V subsets (V <= {MAX_V}); " + _limits.instead(draft, "fast", "reduced"),
+    )
 
 
 def subset_objective(p, draft: DraftLaw, H, exact: bool = False):
@@ -41,12 +66,7 @@ def subset_selection(p, draft: DraftLaw, *, exact: bool = False):
     >>> a
     Fraction(1, 1)
     """
-    V_.check_size(
-        2**draft.V,
-        2**MAX_V,
-        "brute-force subset selection",
-        f"it enumerates 2^V subsets (V <= {MAX_V}); use method='fast' or 'reduced'",
-    )
+    check_size(draft)
     best, best_mask = None, None
     for k in range(draft.V + 1):
         for H in itertools.combinations(range(draft.V), k):
@@ -60,6 +80,8 @@ def subset_selection(p, draft: DraftLaw, *, exact: bool = False):
 
 @register("subset", accuracy=1e-12, exact=False)
 def _solve_subset(p, draft):
+    """Brute force over the 2^V subsets of Σ in floats (V <= 16)."""
+    check_size(draft)  # before converting p
     with timed() as t:
         a, H = subset_selection(list(map(float, p.float)), draft, exact=False)
     return dict(alpha=float(a), H=H, seconds=t.seconds)
@@ -67,6 +89,8 @@ def _solve_subset(p, draft):
 
 @register("subset-exact", accuracy=0.0, exact=True)
 def _solve_subset_exact(p, draft):
+    """Brute force over the 2^V subsets of Σ in exact rationals (V <= 16)."""
+    check_size(draft)  # before converting p to Fractions (seconds at V = 10^6)
     with timed() as t:
         a, H = subset_selection(p.exact, draft, exact=True)
     return dict(alpha=float(a), alpha_exact=a, H=H, seconds=t.seconds)
