@@ -180,6 +180,11 @@ class WithoutReplacement(QLaw):
             out[:, j] = table.draw_excluding(g.random(size), out[:, :j])
         return out
 
+    def q_eval_work(self) -> int:
+        """The recursion visits every drawn set of size < n inside H, summing over Σ at each."""
+        m = int(np.count_nonzero(self.q))
+        return sum(math.comb(m, k) for k in range(self.n)) * 2 * self.V
+
     # -- set and tuple weights ---------------------------------------------------------------
     def set_count_bound(self):
         return math.comb(int(np.count_nonzero(self.q)), self.n)

@@ -360,7 +360,7 @@ class InstanceReport:
         ``max(alpha.values()) - min(alpha.values())`` (0 when fewer than two methods ran).
     certificate : dict or None
         The exact certificate of optimality (:func:`mdsd_ot.exact.certificate.certify` of the
-        plan and set from :func:`~mdsd_ot.exact.certificate.optimal_plan`): ``ok``, ``kind``,
+        plan and set from :func:`~mdsd_ot.exact.plans.optimal_plan`): ``ok``, ``kind``,
         ``exact``, ``alpha`` and ``gap`` (rationals as strings); None when not requested or
         when the instance is too large for it (then ``skipped["certify"]`` says why).
     ok : bool
@@ -494,7 +494,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _certify(rep: InstanceReport, tol: float) -> None:
     """Build an optimal coupling and set, check them exactly, and compare with the methods."""
-    from ..exact.certificate import certify, optimal_plan
+    from ..exact import certify, optimal_plan
 
     inst = rep.instance
     try:
@@ -595,7 +595,7 @@ def crosscheck(
     tol : float
         The largest allowed spread :math:`\max_m \alpha_m - \min_m \alpha_m` per instance.
     certify : bool
-        Also build an optimal coupling and set (:func:`mdsd_ot.exact.certificate.optimal_plan`)
+        Also build an optimal coupling and set (:func:`mdsd_ot.exact.plans.optimal_plan`)
         and check them with :func:`mdsd_ot.exact.certificate.certify`, in exact rationals for
         rational instances; the certified α* must equal the exact methods' α* and lie within
         ``tol`` of every method's.

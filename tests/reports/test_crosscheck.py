@@ -134,15 +134,15 @@ def test_forced_disagreement_fails(biased):
 
 def test_wrong_certificate_fails(monkeypatch):
     """A plan/set pair that is not optimal must fail the check (weak duality gap > 0)."""
-    from mdsd_ot.exact import certificate
+    from mdsd_ot import exact
 
-    real = certificate.optimal_plan
+    real = exact.optimal_plan
 
-    def complement(p, draft, exact=None):
-        C, H, a = real(p, draft, exact)
-        return certificate.OptimalPlan(C, ~np.asarray(H), a)
+    def complement(p, draft, exact_=None):
+        C, H, a = real(p, draft, exact_)
+        return exact.OptimalPlan(C, ~np.asarray(H), a)
 
-    monkeypatch.setattr(certificate, "optimal_plan", complement)
+    monkeypatch.setattr(exact, "optimal_plan", complement)
     inst = builtin_instances()[1]  # α* = 29/36 < 1: the complement of H* is not optimal
     rep = crosscheck([inst], methods=["subset-exact"])
     assert not rep.ok and "certificate fails" in rep.instances[0].errors["certify"]

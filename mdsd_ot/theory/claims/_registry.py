@@ -52,7 +52,7 @@ def get(claim_id: str) -> Claim:
     Examples
     --------
     >>> get("t12B").id, get("T5").proof
-    ('T12b', 'checked')
+    ('T12b', 'proved')
     """
     key = claim_id.strip()
     for k in CLAIMS:
