@@ -78,7 +78,7 @@ def test_exact_law_is_p_and_acceptance_is_alpha(cls):
     done = 0
     for conc in (0.05, 0.3, 1.0, 5.0):
         for kind in ("plain", "ties", "zeros", "tiny"):
-            for _ in range(3):
+            for _ in range(2):
                 V, n = int(rng.integers(2, 6)), int(rng.integers(1, 4))
                 p, q = _instance(rng, V, conc, kind)
                 try:
@@ -87,7 +87,7 @@ def test_exact_law_is_p_and_acceptance_is_alpha(cls):
                     continue
                 _check_exact(law, p)
                 done += 1
-    assert done >= 30
+    assert done >= 20
 
 
 def test_default_method_and_engines():
