@@ -10,7 +10,11 @@ law L of :func:`~mdsd_ot.reports.laws.report_laws` (or those asked for): α* per
   ``exact_max_tuples`` tuples;
 - ``simulated``: ``samples`` draft tuples verified by the sampler, with the Monte-Carlo standard
   error :math:`\sqrt{\hat a(1-\hat a)/N}`;
-- ``optimal`` is evaluated only for V ≤ ``optimal_max_v`` (enumeration; it attains α*, T11).
+- ``optimal`` is evaluated for every law and every V: its closed form where the construction
+  attains α* exactly (``closed-form``), the certified lower bound :math:`\sum \min(s, T)` of
+  the swap constructions (``certified``, within the certified ε of α*), enumeration where the
+  law is small, simulation otherwise (the set-reduced reference only for V ≤
+  ``optimal_max_v``).
 
 T11: every acceptance is at most α* of its law, so the gap α* − acceptance is ≥ 0.
 
@@ -30,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import exact as _exact
 from ..verifiers import applicable, get
+from ..verifiers.optimal import Optimal
 from .laws import alpha_rows, make_law, report_laws
 
 __all__ = ["LawRows", "evaluate", "concat", "select_laws"]
@@ -85,11 +89,22 @@ def select_laws(n: int, laws: Sequence[str] | None) -> list[str]:
     return list(laws)
 
 
-def _verifier_names(law: str, n: int, V: int, wanted: Sequence[str] | None, optimal: bool):
+def _verifier_names(law: str, n: int, V: int, wanted: Sequence[str] | None):
     """Names of the verifiers defined for ``law`` (a uniform q stands in for the row's q)."""
     names = applicable(make_law(law, np.full(V, 1.0 / V), n))
-    names = [x for x in names if x != "optimal" or optimal]
     return names if wanted is None else [x for x in names if x in wanted]
+
+
+def _optimal_kind(v: Any, n: int, V: int, optimal_max_v: int) -> str | None:
+    """How the optimal verifier's value is computed without sampling (None: enumerate/simulate).
+
+    The set-reduced reference (a max-flow over the draft sets) is only enumerated up to
+    ``optimal_max_v``; above, a law whose optimum has no closed form and no certified chain
+    construction is simulated."""
+    kind = v.acceptance_kind(n) if isinstance(v, Optimal) else None
+    if kind is None and V > optimal_max_v:
+        return "simulated"
+    return kind
 
 
 def evaluate(
@@ -128,11 +143,10 @@ def evaluate(
     Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
     m, V = P.shape
     chosen = select_laws(n, laws)
-    optimal = V <= optimal_max_v and "reduced" in _exact.METHODS
     out: list[LawRows] = []
     for law in chosen:
         try:
-            names = _verifier_names(law, n, V, verifiers, optimal)
+            names = _verifier_names(law, n, V, verifiers)
         except ValueError as exc:  # e.g. fewer tokens than distinct drafts
             out.append(LawRows(law, np.full(m, np.nan), None, [], skipped=str(exc)))
             continue
@@ -166,9 +180,10 @@ def evaluate(
             small = _support_bound(law) <= exact_max_tuples
             for name in r.names:
                 v = get(name, law)
-                if v.has_closed_form(n):
-                    r.acceptance[name][k], how = v.acceptance(P[k], Q[k], n), "closed-form"
-                elif small:
+                kind = _optimal_kind(v, n, V, optimal_max_v) if name == "optimal" else None
+                if kind in ("closed-form", "certified") or (kind is None and v.has_closed_form(n)):
+                    r.acceptance[name][k], how = v.acceptance(P[k], Q[k], n), kind or "closed-form"
+                elif small and kind is None:
                     r.acceptance[name][k], how = float(v.exact(P[k])[1]), "exact"
                 else:
                     r.acceptance[name][k], r.se[name][k] = v.simulate(P[k], samples, g)

@@ -2,7 +2,8 @@
 
 Exact checks (Fractions, V <= 5, n <= 3): the output law equals p and the acceptance equals α*
 of ``subset-exact`` for the exact constructions (i.i.d. drafts, conditional Poisson with n = 2,
-n = 1), and lies in its certified interval otherwise.  Statistical checks: G-tests of simulated
+n = 1), and lies within the certified ε (<= 1e-8 here) below it for the swap constructions
+(sequential drafts, conditional Poisson with n >= 3).  Statistical checks: G-tests of simulated
 outputs against p (top tokens plus a tail bucket) and acceptance within 4 standard errors, at
 V = 2,000 (fast subset here; the full sweep and V = 152,064 are marked slow).
 """
@@ -27,6 +28,9 @@ from mdsd_ot.verifiers.optimal import ReducedOptimal, default_method
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
 EXACT = ("relabel", "cp2")
+CERTIFIED = ("cp-swap", "seq-swap")
+#: Largest certified shortfall accepted by the tests (the issue's target is 1e-6).
+EPS_MAX = 1e-6
 
 
 def _rational(x: np.ndarray) -> list[str]:
@@ -64,12 +68,10 @@ def _check_exact(law, p: list[str]) -> None:
     if con in EXACT or law.n == 1:
         assert acc == ref, (law.spec(), p, acc, ref)
         return
-    lower = exact_plan([Fraction(x) for x in p], list(law.qvals(True)), law.n, con,
-                       lambda H: law.Q(H, exact=True)).acceptance  # fmt: skip
-    if con == "stream":  # the i.i.d. optimum of the same q is the certified lower bound
-        with_law = drafts.WithReplacement(list(law.qvals(True)), law.n)
-        assert lower == solve(p, with_law, method="subset-exact").alpha_exact
-    assert lower <= acc <= ref, (law.spec(), p, lower, acc, ref)
+    assert con in CERTIFIED
+    # the certified lower bound sum min(s, T) is within 1e-8 of alpha* (exact arithmetic)
+    lower = v._setup([Fraction(x) for x in p], law, True).acceptance
+    assert ref - Fraction(1, 10**8) <= lower <= acc <= ref, (law.spec(), p, lower, acc, ref)
 
 
 @pytest.mark.parametrize("cls", LAWS, ids=lambda c: c.__name__)
@@ -109,7 +111,8 @@ def test_default_method_and_engines():
 
 
 def test_numpy_plan_matches_fractions():
-    """The vectorised plan (lazy kernel rows) and the list plan agree to 1e-12 on random floats."""
+    """The vectorised plan (lazy kernel rows, or the piece kernel's computed law) and the list
+    plan (exact enumeration for the swap constructions) agree to 1e-12 on random floats."""
     rng = np.random.default_rng(5)
     for trial in range(60):
         V, n = int(rng.integers(2, 13)), int(rng.integers(1, 5))
@@ -121,9 +124,13 @@ def test_numpy_plan_matches_fractions():
         except ValueError:
             continue
         con = construction_for(law)
+        if con in CERTIFIED and V > 8:
+            continue  # the list plan enumerates the law's tuples
         plan = build_plan(p, law.q, n, con)
-        ex = exact_plan([Fraction(x) for x in p], [Fraction(x) for x in law.q], n, con,
-                        lambda H, law=law: law.Q(H, exact=True))  # fmt: skip
+        ex = ChainOptimal(law)._setup([Fraction(x) for x in p], law, True)
+        if con not in CERTIFIED:
+            ex = exact_plan([Fraction(x) for x in p], [Fraction(x) for x in law.q], n, con,
+                            lambda H, law=law: law.Q(H, exact=True))  # fmt: skip
         assert abs(plan.acceptance - float(ex.acceptance)) <= 1e-12, (trial, con)
         T = np.empty(V)
         T[plan.order] = selection_law_at(plan, np.arange(V))
@@ -161,7 +168,8 @@ def _simulate(p, law, size: int, seed: int) -> None:
     if cert["construction"] in EXACT or law.n == 1:
         assert abs(cert["acceptance"] - cert["alpha_star"]) <= 1e-9, cert
         assert abs(a_hat - cert["acceptance"]) <= 4 * se + 1e-9, (a_hat, cert)
-    else:  # certified lower bound; never above α*
+    else:  # certified lower bound within EPS_MAX of α*; the sample between it and α*
+        assert cert["eps"] <= EPS_MAX, cert
         assert a_hat >= cert["acceptance"] - 4 * se and a_hat <= cert["alpha_star"] + 4 * se
     assert cert["law_error"] <= 1e-6 and cert["eps"] >= 0
 
@@ -228,7 +236,8 @@ def test_certificate_and_acceptance_method():
     assert v.acceptance(p, q, 3) == pytest.approx(cert["alpha_star"], abs=1e-12)
     chain_seq = ChainOptimal(drafts.WithoutReplacement(q, 3))
     seq = chain_seq.certificate(p)
-    assert seq["construction"] == "stream" and not seq["exact_optimum"] and seq["eps"] >= 0
+    assert seq["construction"] == "seq-swap" and not seq["exact_optimum"]
+    assert 0 <= seq["eps"] <= EPS_MAX and seq["law_error"] <= 1e-6
     assert not chain_seq.has_closed_form(3) and chain_seq.has_closed_form(1)
     assert chain_seq.acceptance(p, q, 3) == pytest.approx(seq["acceptance"], abs=1e-15)
 

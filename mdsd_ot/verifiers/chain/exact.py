@@ -24,7 +24,7 @@ from typing import Any
 from .relabel import fifo_pairs_list, relabel_list, slot_rates_list
 from .sublaw import optimal_sublaw_list
 
-__all__ = ["ExactPlan", "exact_plan", "given", "stream_tuples"]
+__all__ = ["ExactPlan", "exact_plan", "exact_swap_plan", "given", "select_law", "stream_tuples"]
 
 
 @dataclass
@@ -184,9 +184,127 @@ def stream_tuples(tup: tuple[int, ...], q: list) -> list[tuple[tuple[int, ...], 
     return out
 
 
+def _pieces_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
+    r"""Selection law of a piece kernel for one tuple (levels are distinct: no ties).
+
+    ``cp-swap``: each drafted token picks one piece, :math:`\Pr[\max \le c] = \prod_i b_i(c)`.
+    ``seq-swap``: every draw of the stopped stream picks a piece; with
+    :math:`w_m = q(x_1..x_m)` and the geometric numbers of repeats,
+
+    .. math:: \Pr[\max \le c \mid \bar x] = \prod_{i=1}^n b_i(c)
+              \prod_{m=1}^{n-1} \frac{T - w_m}{T - \sum_{i \le m} q(x_i)\, b_i(c)} .
+    """
+    zero = plan.q[0] - plan.q[0]
+    one = zero + 1
+    total = sum(plan.q, zero)
+    n = len(tup)
+    events = sorted(
+        (lev, i, pr) for i, x in enumerate(tup) for lev, pr in plan.rows[plan.rank[x]].items()
+    )
+    b = [zero] * n
+
+    def G() -> Any:
+        out = one
+        for v in b:
+            out = out * v
+        if plan.construction == "seq-swap":
+            w = wb = zero
+            for m in range(n - 1):
+                w, wb = w + plan.q[tup[m]], wb + plan.q[tup[m]] * b[m]
+                out = out * (total - w) / (total - wb)
+        return out
+
+    out: dict[int, Any] = {}
+    prev = G()
+    for _, i, pr in events:
+        b[i] = b[i] + pr
+        cur = G()
+        if cur != prev:
+            out[tup[i]] = out.get(tup[i], zero) + (cur - prev)
+        prev = cur
+    return out
+
+
+def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
+    """The selection step of the rule for one tuple: {token: probability} before thinning."""
+    if plan.construction in ("cp-swap", "seq-swap"):
+        return _pieces_select(plan, tup)
+    one = plan.q[0] - plan.q[0] + 1
+    sources = stream_tuples(tup, plan.q) if plan.construction == "stream" else [(tup, one)]
+    out: dict[int, Any] = {}
+    for t, w in sources:
+        choices = [list(plan.rows[plan.rank[i]].items()) for i in t]
+        for combo in itertools.product(*choices):
+            pr = w
+            for _, a in combo:
+                pr = pr * a
+            if pr == 0:
+                continue
+            top = max(sl for sl, _ in combo)
+            tied = [t[j] for j, (sl, _) in enumerate(combo) if sl == top]
+            for y in tied:
+                out[y] = out.get(y, 0) + pr / len(tied)
+    return out
+
+
+def exact_swap_plan(
+    p: list, q: list, n: int, construction: str, items: dict, Q_of: Callable[[list[int]], Any]
+) -> ExactPlan:
+    """The swap construction in plain numbers: the kernel designed in floats (its probabilities
+    are dyadic, so exact as Fractions), then s, the selection law (summed over the law's
+    ``items`` {tuple: weight}) and the thinning in the numbers of ``p`` and ``q``."""
+    import numpy as np
+
+    from .plan import build_plan
+
+    zero = q[0] - q[0]
+    conv = type(zero) if not isinstance(zero, int) else float
+    pf = np.array([float(x) for x in p])
+    qf = np.array([float(x) for x in q])
+    fplan = build_plan(pf / pf.sum(), qf / qf.sum(), n, construction)
+    order = [int(i) for i in fplan.order]
+    V = len(p)
+    rows: list[dict[int, Any]] = [{} for _ in range(V)]
+    for e, (k, pr) in enumerate(
+        zip(fplan.pieces.tok.tolist(), fplan.pieces.prob.tolist(), strict=True)
+    ):
+        rows[k][e] = conv(pr)
+    rank = [0] * V
+    for k, i in enumerate(order):
+        rank[i] = k
+    ps = [p[i] for i in order]
+    _, s, _ = optimal_sublaw_list(_cum0(ps), [Q_of(order[:k]) for k in range(V + 1)])
+    plan = ExactPlan(construction, n, list(q), rank, rows, [], [], zero, [])
+    T = [zero] * V
+    for tup, w in items.items():
+        for tok, pr in select_law(plan, tuple(tup)).items():
+            T[tok] = T[tok] + w * pr
+    sp = [max(zero, min(s[k], T[order[k]], ps[k])) for k in range(V)]
+    plan.accept = [zero] * V
+    for k, i in enumerate(order):
+        plan.accept[i] = sp[k] / T[i] if T[i] > 0 else zero
+    res = [max(zero, p[order[k]] - sp[k]) for k in range(V)]
+    tot = sum(res, zero)
+    plan.residual = [zero] * V
+    for k, i in enumerate(order):
+        plan.residual[i] = res[k] / tot if tot > 0 else p[i] / sum(p, zero)
+    plan.acceptance, plan.selection = sum(sp, zero), T
+    return plan
+
+
 def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
     one = plan.q[0] - plan.q[0] + 1
+    if plan.construction in ("cp-swap", "seq-swap"):
+        out, rej = {}, one - one
+        for y, pr in select_law(plan, tup).items():
+            out[y] = out.get(y, 0) + pr * plan.accept[y]
+            rej = rej + pr * (1 - plan.accept[y])
+        if rej != 0:
+            for z, r in enumerate(plan.residual):
+                if r:
+                    out[z] = out.get(z, 0) + rej * r
+        return {k: v for k, v in out.items() if v != 0}
     sources = stream_tuples(tup, plan.q) if plan.construction == "stream" else [(tup, one)]
     out: dict[int, Any] = {}
     rej = one - one

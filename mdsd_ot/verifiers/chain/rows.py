@@ -139,6 +139,8 @@ def selection_law_at(plan: Any, slots: np.ndarray) -> np.ndarray:
     ``cp2`` :math:`(T_i - q_i^2) / (1 - \sum q^2)`; for ``top`` the deterministic law D.
     """
     slots = np.asarray(slots, dtype=np.int64).ravel()
+    if plan.T is not None:
+        return plan.T[slots]
     if plan.D is not None:
         return plan.D[slots]
     qi, dest, prob = kernel_rows(plan, slots)
@@ -159,7 +161,7 @@ def slot_mass_imbalance(plan: Any) -> float:
     mass; the law computed with the slot rates of q is then off by at most
     :math:`2 n (n-1) \sum_j |\nu_j - q_j|` in total variation (proofs/optimal_verifier.md, §6).
     """
-    if plan.pairs is None:
+    if plan.pairs is None:  # no swap kernel (top, and the piece kernels: law computed exactly)
         return 0.0
     qs = plan.qs
     V = len(qs)

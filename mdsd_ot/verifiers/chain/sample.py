@@ -9,6 +9,11 @@ For a batch of draft tuples ``t`` (B, n) drawn from the plan's law:
 3. the draw with the highest slot is selected (ties by an independent uniform: a symmetric rule);
 4. it is output w.p. ``accept[token]``; otherwise a token is drawn from the residual law.
 
+The swap constructions (piece kernels) replace 2-3: each drafted token picks one piece
+(``cp-swap``), or, for ``seq-swap``, the stopped stream is resampled (:func:`stream_counts`: the
+number of draws of every draft until the n-th new value) and every draw picks a piece; the draft
+with the highest piece is selected (levels are distinct: no ties).
+
 Cost O(n log(max entries per slot)) per tuple after the plan is built.
 
 Examples
@@ -31,7 +36,14 @@ from .plan import Plan
 from .relabel import QUANT
 from .rows import kernel_rows, selection_law_at
 
-__all__ = ["stream_to_iid", "relabel_slots", "sample_plan", "sample_plans"]
+__all__ = [
+    "stream_to_iid",
+    "stream_counts",
+    "relabel_slots",
+    "piece_levels",
+    "sample_plan",
+    "sample_plans",
+]
 
 
 def stream_to_iid(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -58,6 +70,66 @@ def stream_to_iid(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.
         out[:, k] = np.where(rep, t[rows, np.minimum(j, m - 1)], t[rows, np.minimum(m, n - 1)])
         m = m + ~rep
     return out
+
+
+def stream_counts(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    r"""Draws of each draft in the stopped stream (until the n-th new value), given the drafts.
+
+    Between the m-th and the (m+1)-th new value the stream repeats seen values a geometric
+    number of times (success probability :math:`1 - w_m`, :math:`w_m = q(x_1..x_m)`), each a
+    repeat of :math:`x_i` with probability :math:`q(x_i)/w_m` (proofs/optimal_verifier.md,
+    Lemma 6 with the stopping time of the n-th new value).  Returns (B, n) counts >= 1.
+    """
+    B, n = t.shape
+    qt = q[t] / float(np.sum(q))
+    N = np.ones((B, n), dtype=np.int64)
+    rest = np.maximum(1.0 - np.cumsum(qt, axis=1), 0.0)
+    for m in range(1, n):
+        succ = np.clip(rest[:, m - 1], 1e-300, 1.0)  # probability that the next value is new
+        R = rng.geometric(succ) - 1
+        left = R.copy()
+        mass = np.cumsum(qt[:, :m][:, ::-1], axis=1)[:, ::-1]  # q(x_i..x_m)
+        for i in range(m - 1):
+            pi = np.clip(qt[:, i] / np.maximum(mass[:, i], 1e-300), 0.0, 1.0)
+            k = rng.binomial(left, pi)
+            N[:, i] += k
+            left -= k
+        N[:, m - 1] += left
+    return N
+
+
+def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The level of every draft's highest piece (shape of ``t``): one pick per drafted token
+    (``cp-swap``) or the maximum over its draws of the resampled stopped stream (``seq-swap``)."""
+    own = plan.slots_of(t)
+    reps = stream_counts(t, plan.q, rng) if plan.construction == "seq-swap" else None
+    uniq, inv = np.unique(own.ravel(), return_inverse=True)
+    qi, lev, prob = plan.pieces.rows(uniq)
+    pint = np.rint(prob * QUANT).astype(np.int64)
+    cum = np.cumsum(pint)
+    first = np.flatnonzero(np.r_[True, qi[1:] != qi[:-1]])
+    cnt = np.diff(np.r_[first, qi.size])
+    cum -= np.repeat(cum[first] - pint[first], cnt)
+    start = np.zeros(len(uniq), dtype=np.int64)
+    count = np.zeros(len(uniq), dtype=np.int64)
+    start[qi[first]] = first
+    count[qi[first]] = cnt
+    draft = np.arange(own.size) if reps is None else np.repeat(np.arange(own.size), reps.ravel())
+    g = inv.ravel()[draft]
+    lo, hi = start[g], start[g] + count[g]
+    u = rng.integers(0, QUANT, size=len(draft), dtype=np.int64)
+    while True:  # first piece with cum > u inside the token's group
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        right = open_ & (cum[np.where(open_, mid, 0)] <= u)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
+    level = lev[np.minimum(lo, len(lev) - 1)]
+    out = np.full(own.size, -1, dtype=np.int64)
+    np.maximum.at(out, draft, level)
+    return out.reshape(t.shape)
 
 
 def relabel_slots(
@@ -102,14 +174,19 @@ def relabel_slots(
 def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One output token per tuple of ``t`` (B, n) (int64 array of shape (B,))."""
     t = np.asarray(t, dtype=np.int64)
-    if plan.construction == "stream":
-        t = stream_to_iid(t, plan.q, rng)
-    own, slots = relabel_slots(plan, t, rng)
-    top = slots.max(axis=1, keepdims=True)
-    tie = np.where(slots == top, rng.random(t.shape), -1.0)
-    pick = np.argmax(tie, axis=1)
     rows = np.arange(len(t))
-    sel, sel_slot = t[rows, pick], own[rows, pick]
+    if plan.pieces is not None:
+        pick = np.argmax(piece_levels(plan, t, rng), axis=1)
+        sel = t[rows, pick]
+        sel_slot = plan.slots_of(sel)
+    else:
+        if plan.construction == "stream":
+            t = stream_to_iid(t, plan.q, rng)
+        own, slots = relabel_slots(plan, t, rng)
+        top = slots.max(axis=1, keepdims=True)
+        tie = np.where(slots == top, rng.random(t.shape), -1.0)
+        pick = np.argmax(tie, axis=1)
+        sel, sel_slot = t[rows, pick], own[rows, pick]
     uniq, inv = np.unique(sel_slot, return_inverse=True)
     T = selection_law_at(plan, uniq)[inv]
     acc = np.divide(np.minimum(plan.s[sel_slot], T), T, out=np.zeros(len(t)), where=T > 0)

@@ -8,8 +8,8 @@ law                        construction    acceptance
 =========================  ==============  =================================================
 ``WithReplacement``        ``relabel``     α* (exact; rounding only)
 ``ConditionalPoisson``     ``cp2`` (n=2)   α* (exact; rounding only)
-``ConditionalPoisson``     ``top`` (n>=3)  :math:`\sum_x \min(p, D)` = α* − ε, ε reported
-``WithoutReplacement``     ``stream``      :math:`\alpha^*_{with}` = α* − ε (T8), ε reported
+``ConditionalPoisson``     ``cp-swap``     :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified
+``WithoutReplacement``     ``seq-swap``    :math:`\sum \min(s, T)` = α* − ε (n >= 2), ε certified
 any of them, n = 1         ``top``         :math:`\sum \min(p, q)` = α* (T4)
 =========================  ==============  =================================================
 
@@ -35,7 +35,7 @@ import numpy as np
 from ... import _validate as V_
 from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithReplacement
 from .._base import Verifier
-from .exact import exact_plan, given
+from .exact import exact_plan, exact_swap_plan, given
 from .plan import Plan, build_plan, build_plans
 from .rows import slot_mass_imbalance
 from .sample import sample_plan, sample_plans
@@ -44,12 +44,14 @@ __all__ = ["ChainOptimal", "construction_for"]
 
 #: Constructions that attain α* exactly (up to rounding).
 EXACT: tuple[str, ...] = ("relabel", "cp2")
+#: Constructions whose acceptance is α* − ε with a certified ε (measured ~1e-11; see the note).
+CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap")
 
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
 _CONSTRUCTION: dict[type, Any] = {
     WithReplacement: lambda n: "relabel",
-    ConditionalPoisson: lambda n: "cp2" if n == 2 else "top",
-    WithoutReplacement: lambda n: "stream",
+    ConditionalPoisson: lambda n: "cp2" if n == 2 else "cp-swap",
+    WithoutReplacement: lambda n: "seq-swap",
 }
 
 
@@ -59,7 +61,7 @@ def construction_for(draft: DraftLaw) -> str | None:
     Examples
     --------
     >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))
-    'stream'
+    'seq-swap'
     """
     make = _CONSTRUCTION.get(type(draft))
     if make is None:
@@ -108,7 +110,13 @@ class ChainOptimal(Verifier):
         exact = plan.construction in EXACT or draft.n == 1
         n = plan.n
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
+        extra = {}
+        if plan.pieces is not None:
+            extra = {
+                k: plan.info[k] for k in ("iterations", "shortfall", "pairs") if k in plan.info
+            }
         return {
+            **extra,
             "construction": plan.construction,
             "acceptance": plan.acceptance,
             "alpha_star": a,
@@ -138,7 +146,10 @@ class ChainOptimal(Verifier):
     def _setup(self, p, draft, exact):
         q = list(draft.qvals(exact))
         con = construction_for(draft)
-        return exact_plan(list(p), q, draft.n, con, lambda H: draft.Q(H, exact=exact))
+        Q_of = lambda H: draft.Q(H, exact=exact)  # noqa: E731
+        if con in CERTIFIED and draft.n > 1:
+            return exact_swap_plan(list(p), q, draft.n, con, draft.joint_items(exact=exact), Q_of)
+        return exact_plan(list(p), q, draft.n, con, Q_of)
 
     def _given(self, ctx, tup):
         return given(ctx, tup)
@@ -146,9 +157,19 @@ class ChainOptimal(Verifier):
     # -- acceptance ----------------------------------------------------------------------------
     def has_closed_form(self, n: int) -> bool:
         """True where :meth:`acceptance` is the exact acceptance (``relabel``, ``cp2``, n = 1);
-        for ``stream`` and ``top`` it is a certified lower bound (simulate for the value)."""
+        for the swap constructions it is a certified lower bound (:meth:`acceptance_kind`)."""
         draft = self.draft
         return draft is not None and (n == 1 or _CONSTRUCTION[type(draft)](n) in EXACT)
+
+    def acceptance_kind(self, n: int) -> str | None:
+        r"""``"closed-form"`` (exact acceptance), ``"certified"`` (:meth:`acceptance` is
+        :math:`\sum \min(s, T)`, a lower bound within the certified ε of α*) or ``None``."""
+        if self.has_closed_form(n):
+            return "closed-form"
+        draft = self.draft
+        if draft is not None and _CONSTRUCTION[type(draft)](n) in CERTIFIED:
+            return "certified"
+        return None
 
     def acceptance(self, p: Any, q: Any, n: int) -> float:
         """Acceptance of the chain verifier for the bound law's class with (q, n) (a lower bound

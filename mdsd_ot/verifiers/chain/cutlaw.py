@@ -1,0 +1,246 @@
+r"""Exact selection laws of piece kernels (proofs/optimal_verifier.md, §4), with error bounds.
+
+For a :class:`~mdsd_ot.verifiers.chain.pieces.PieceKernel` let :math:`w_x(c)` be the mass of
+token x's pieces at or below the cut c.  The rule selects the draft whose piece is highest, so
+the selected piece is e iff every piece is at or below e and one of them is e:
+
+.. math:: T_x = \sum_{e \text{ of } x} \bigl[\Phi(w(e^+)) - \Phi(w(e^-))\bigr].
+
+**Conditional Poisson** (each drafted token picks one piece): :math:`\Phi(w) = e_n(w)/e_n(q)`,
+multilinear, so a piece of mass δ of token x (whose earlier pieces hold v) adds
+:math:`\delta\, e_{n-1}(w \setminus x)` with
+:math:`e_{m}(w \setminus x) = \sum_i (-v)^i e_{m-i}(w)` (one term unless x is split).  Each level
+m is a cumulative sum over the pieces of the level below (:func:`cp_law`).
+
+**Sequential** (every draw of the stopped stream picks a piece, independently): by Poisson
+thinning the low and high draws of x are independent streams of rates :math:`w_x` and
+:math:`q_x - w_x`, so :math:`\Phi(w)` is the sequential :math:`Q` of the low parts against one
+outside token of mass :math:`T - W` (:math:`T = \sum q`, :math:`W = \sum w`).  For n = 1,
+:math:`\Phi = W/T`; for n = 2,
+
+.. math::
+
+   \Phi(w) = \frac1T \sum_a \frac{w_a (W - w_a)}{T - w_a}, \qquad
+   \Delta\Phi = \delta\Bigl[\frac{W_{-x}}{(T - v)(T - v - \delta)} + \frac{S_{-x}}{T}\Bigr],
+
+:math:`S_{-x} = \sum_{a \ne x} w_a / (T - w_a)`, every term positive (:func:`seq_law`); n >= 3
+uses the certified series of :mod:`.seqseries`.
+
+Error bounds: every quantity is a sum of products of non-negative inputs except the deflation
+terms of split tokens, so the computed law differs from the law of the (rounded) kernel by at
+most :math:`\gamma_D` times the same computation in absolute values (Higham, Lemma 3.3), D the
+rounding depth (blocked cumulative sums keep it in the hundreds).
+
+Examples
+--------
+>>> import numpy as np
+>>> from .pieces import identity_pieces
+>>> qs = np.array([0.5, 0.3, 0.2])
+>>> T, err = cp_law(qs, 2, identity_pieces(3))  # e_2 increments: 0, .15, .16 over .31
+>>> T.round(6).tolist(), bool(err < 1e-13)
+([0.0, 0.483871, 0.516129], True)
+>>> T, err = seq_law(qs, 2, identity_pieces(3))  # Q(H_2) = 18/35 sequentially (T12)
+>>> T.round(6).tolist()
+[0.0, 0.514286, 0.485714]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .pieces import PieceKernel
+
+__all__ = [
+    "U", "gamma", "blocked_cumsum", "cumsum_depth", "before_after", "total_mass", "cp_law",
+    "seq_law",
+]  # fmt: skip
+
+#: Unit roundoff of float64.
+U: float = 2.0**-53
+_BLOCK = 64
+
+
+def gamma(D: float) -> float:
+    r""":math:`\gamma_D = D u / (1 - D u)`."""
+    return D * U / (1.0 - D * U)
+
+
+def cumsum_depth(N: int) -> int:
+    """Rounding depth of :func:`blocked_cumsum` on N terms."""
+    if N <= _BLOCK:
+        return max(N - 1, 0)
+    return (_BLOCK - 1) + cumsum_depth(-(-N // _BLOCK)) + 1
+
+
+def blocked_cumsum(x: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum along the last axis with rounding depth :func:`cumsum_depth`
+    (not the length); 1-d or 2-d input."""
+    N = x.shape[-1]
+    if N <= _BLOCK:
+        return np.cumsum(x, axis=-1)
+    nb = -(-N // _BLOCK)
+    lead = x.shape[:-1]
+    pad = np.zeros(lead + (nb * _BLOCK,))
+    pad[..., :N] = x
+    loc = np.cumsum(pad.reshape(lead + (nb, _BLOCK)), axis=-1)
+    off = np.zeros(lead + (nb,))
+    off[..., 1:] = blocked_cumsum(loc[..., -1])[..., :-1]
+    loc += off[..., None]
+    return loc.reshape(lead + (nb * _BLOCK,))[..., :N]
+
+
+def before_after(kern: PieceKernel, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per piece (level order): mass of the same token's earlier pieces, of its later pieces,
+    and the rounding depth of those sums (sums of non-negative terms, blocked)."""
+    o = kern.order
+    m = mass[o]  # grouped by token, level order within a token
+    first = kern.start[:-1]
+    cnt = np.diff(kern.start)
+    kmax = int(cnt.max(initial=1))
+    vg = np.zeros_like(m)
+    ag = np.zeros_like(m)
+    for r in range(1, min(kmax, 8)):  # running sums by rank inside the tokens of <= 8 pieces
+        g = first[(cnt > r) & (cnt <= 8)]
+        vg[g + r] = vg[g + r - 1] + m[g + r - 1]
+        last = g + cnt[(cnt > r) & (cnt <= 8)] - 1
+        ag[last - r] = ag[last - r + 1] + m[last - r + 1]
+    big = np.flatnonzero(cnt > 8)
+    if big.size:  # bucket the larger tokens by size, pad, blocked cumulative sums per row
+        lg = np.ceil(np.log2(cnt[big])).astype(np.int64)
+        for b in np.unique(lg):
+            ks = big[lg == b]
+            L = int(cnt[ks].max())
+            idx = first[ks][:, None] + np.arange(L)[None, :]
+            ok = np.arange(L)[None, :] < cnt[ks][:, None]
+            M = np.where(ok, m[np.where(ok, idx, 0)], 0.0)
+            c = blocked_cumsum(M) - M
+            vg[idx[ok]] = c[ok]
+            Mr = np.where(ok, M, 0.0)[:, ::-1]
+            cr = (blocked_cumsum(Mr) - Mr)[:, ::-1]
+            ag[idx[ok]] = cr[ok]
+    v = np.empty_like(m)
+    after = np.empty_like(m)
+    v[o] = vg
+    after[o] = ag
+    return v, after, min(kmax, 8) + cumsum_depth(kmax) + 1
+
+
+def _exclusive(x: np.ndarray) -> np.ndarray:
+    """Exclusive cumulative sum (no subtraction: the sum of the earlier terms only)."""
+    out = np.zeros_like(x)
+    if len(x) > 1:
+        out[1:] = blocked_cumsum(x[:-1])
+    return out
+
+
+def _cp_pass(d: np.ndarray, v: np.ndarray, n: int) -> tuple[list, list]:
+    """Per level m = 0..n-1: :math:`e_m` of the low masses before each piece with the piece's
+    own token removed (g), and the same computation in absolute values (ga)."""
+    split = v > 0
+    ebs, eas = [np.ones(len(d))], [np.ones(len(d))]  # e_m before each piece (and |.| version)
+    gs, gas = [ebs[0]], [eas[0]]
+    for m in range(1, n):
+        ebs.append(_exclusive(d * gs[m - 1]))
+        eas.append(_exclusive(d * gas[m - 1]))
+        g, ga = ebs[m].copy(), eas[m].copy()
+        if split.any():  # deflate the piece's own token: sum_i (-v)^i e_{m-i}
+            pw = np.where(split, -v, 0.0)
+            for i in range(1, m + 1):
+                g += pw * ebs[m - i]
+                ga += np.abs(pw) * eas[m - i]
+                pw = pw * -v
+        gs.append(np.maximum(g, 0.0))
+        gas.append(ga)
+    return gs, gas
+
+
+def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float]:
+    r"""Law by slot of the piece kernel under conditional Poisson, and a bound on
+    :math:`\sum_x |\hat T_x - T_x|`.
+
+    The deflation of a split token cancels when the token holds most of the low mass; for the
+    (few) tokens where the absolute-value sum exceeds the value 1000-fold, :math:`e_{n-1}` of
+    the other tokens is recomputed by a pass without that token's pieces.
+    """
+    V = len(qs)
+    d = kern.mass(qs)
+    v, _, kmax = before_after(kern, d)
+    gs, gas = _cp_pass(d, v, n)
+    g, ga = gs[n - 1], gas[n - 1]
+    bad = np.unique(kern.tok[(v > 0) & (ga > 1e3 * g)])
+    for x in bad[np.argsort(-qs[bad])][:16]:
+        mine = kern.tok == x
+        dx = np.where(mine, 0.0, d)
+        vx = np.where(mine, 0.0, v)
+        hx, hax = _cp_pass(dx, vx, n)
+        g = np.where(mine, hx[n - 1], g)
+        ga = np.where(mine, hax[n - 1], ga)
+    inc, inc_abs = d * g, d * ga
+    total = float(np.sum(inc))
+    T = np.bincount(kern.tok, inc, V) / total
+    T_abs = np.bincount(kern.tok, inc_abs, V) / total
+    depth = n * (cumsum_depth(len(d)) + 2 * n + 6) + kmax + 4
+    g_ = gamma(depth)
+    rel_total = g_ * float(np.sum(inc_abs)) / total
+    err = g_ * float(T_abs.sum()) + rel_total * float(T.sum())
+    return T, 2.0 * err + 4 * U
+
+
+def total_mass(qs: np.ndarray) -> tuple[float, float]:
+    r""":math:`\sum q` as a double-double (hi, lo): hi correctly rounded, hi + lo exact to u^2."""
+    hi = math.fsum(qs.tolist())
+    return hi, math.fsum(qs.tolist() + [-hi])
+
+
+def _seq_n2(
+    qs: np.ndarray, kern: PieceKernel, total: tuple[float, float]
+) -> tuple[np.ndarray, float]:
+    V = len(qs)
+    Ttot = total[0]
+    d = kern.mass(qs)
+    v, after, kmax = before_after(kern, d)
+    rest = Ttot - qs[kern.tok]  # exact (Sterbenz) or relative error <= u
+    den1 = rest + (d + after)  # T - v
+    den2 = rest + after  # T - v - delta
+    f_inc = d * Ttot / (den1 * np.where(den2 > 0, den2, np.inf))  # f(v+d) - f(v), f = w/(T-w)
+    f_inc = np.where(den2 > 0, f_inc, 0.0)
+    W = _exclusive(d)  # low mass before the piece
+    S = _exclusive(f_inc)
+    f_v = np.where(v > 0, v / (rest + d + after), 0.0)  # the token's own f(v) before the piece
+    W_o = np.maximum(W - v, 0.0)
+    S_o = np.maximum(S - f_v, 0.0)
+    bad = np.unique(kern.tok[(v > 0) & ((W_o < 1e-3 * W) | (S_o < 1e-3 * S))])
+    for x in bad[np.argsort(-qs[bad])][:16]:  # cancellation: sums without the token's pieces
+        mine = kern.tok == x
+        W_o = np.where(mine, _exclusive(np.where(mine, 0.0, d)), W_o)
+        S_o = np.where(mine, _exclusive(np.where(mine, 0.0, f_inc)), S_o)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inc = d * (W_o / (den1 * den2) + S_o / Ttot)
+    inc = np.where(den2 > 0, inc, d * (W_o / np.maximum(den1, 1e-300) ** 2 + S_o / Ttot))
+    T = np.bincount(kern.tok, inc, V)
+    depth = cumsum_depth(len(d)) + kmax + 16
+    # W_o and S_o come from subtractions: bound their errors by gamma * (W, S) (not W_o, S_o)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ab = d * ((W + v) / (den1 * den2) + (S + f_v) / Ttot)
+    ab = np.where(np.isfinite(ab), ab, 0.0)
+    err = gamma(depth) * float(ab.sum())
+    return T, 2.0 * err + 4 * U
+
+
+def seq_law(
+    qs: np.ndarray, n: int, kern: PieceKernel, total: tuple[float, float] | None = None
+) -> tuple[np.ndarray, float]:
+    r"""Law by slot of the piece kernel under sequential drafts (every draw of the stopped
+    stream relabelled), and a bound on :math:`\sum_x |\hat T_x - T_x|`; ``total`` is
+    :func:`total_mass` of q (computed when omitted)."""
+    total = total or total_mass(qs)
+    if n == 1:
+        d = kern.mass(qs)
+        return np.bincount(kern.tok, d, len(qs)) / total[0], 8 * U
+    if n == 2:
+        return _seq_n2(qs, kern, total)
+    from .seqseries import seq_series_law
+
+    return seq_series_law(qs, n, kern, total)

@@ -1,0 +1,302 @@
+r"""Piece kernels: randomised priorities along the chain, for laws of distinct drafts.
+
+A *piece kernel* splits the mass of every token (slot k of the chain, mass :math:`q_k`) into
+pieces placed at totally ordered *levels*: the own piece at the slot's level, and pieces lifted
+to, or dropped to, the level of a paired slot (proofs/optimal_verifier.md, §4).  Each draft
+picks a piece with the kernel's probabilities (conditional Poisson: once per drafted token;
+sequential: once per draw of the stopped stream, :mod:`.cutlaw`) and the rule selects the draft
+whose piece has the highest level.  Its law is, exactly,
+
+.. math::
+
+   T_i = \sum_{e \text{ piece of } i} \bigl[\Phi(c_e^+) - \Phi(c_e^-)\bigr],
+
+where :math:`\Phi(c) = \Pr[\text{every piece is at or below the cut } c]` is a function of the
+masses :math:`w_x(c) = q_x\,\Pr[\text{a piece of } x \le c]` (:mod:`.cutlaw`).
+
+Within the slot of a demand token x the pieces dropped from above come first, then x's own
+piece; within the slot of a supply token y, y's own piece comes first, then the pieces lifted
+from below.  A pair :math:`(x, y, \tau)` of the first-in first-out pairing lifts mass a of x above
+y and drops mass b of y below x; (a, b) solve the first-order *pure transfer* equations of the
+conditional-Poisson law (x gains τ, y loses τ, the tokens in between lose nothing on the whole):
+
+.. math::
+
+   a = \tau J / \Delta, \quad b = \tau I / \Delta, \quad \Delta = IJ + Ih + h'J,
+
+with :math:`h = q_x e_{n-2}(H_x)/e_n`, :math:`h' = q_y e_{n-2}(H_y \setminus x)/e_n`,
+:math:`I = [e_{n-1}(H_y \setminus x) - e_{n-1}(H_x)]/e_n` and
+:math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]/e_n` (:math:`H_j` = the first j slots).  This is only
+the *model*: :func:`design` computes the exact law of the kernel, corrects the targets by the
+model's error and repeats (a fixed point), and returns the kernel whose exact law is closest to
+dominating the sub-law s.  Losslessness never depends on the model: the verifier thins with the
+exact law (Lemma 0).
+
+Examples
+--------
+>>> import numpy as np
+>>> qs = np.array([0.5, 0.3, 0.2])
+>>> k = build_pieces(qs, np.array([0]), np.array([2]), np.array([0.1]), np.array([0.05]))
+>>> k.tok.tolist(), k.prob.round(3).tolist()  # level order: 2 dropped below 0, own 0, 1, 2, 0 lifted
+([2, 0, 1, 2, 0], [0.25, 0.8, 1.0, 0.75, 0.2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .relabel import QUANT, fifo_pairs
+
+__all__ = ["PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_masses", "design"]
+
+
+@dataclass
+class PieceKernel:
+    """Pieces in level order: ``tok[e]`` owns piece e with probability ``prob[e]``.
+
+    ``prob`` of lifted and dropped pieces are multiples of 1/QUANT; an own piece has
+    probability 1 minus the others of its token (exact in floats).  ``start`` / ``order`` index
+    the pieces of slot k, in level order, as ``order[start[k]:start[k + 1]]``.
+    """
+
+    tok: np.ndarray
+    prob: np.ndarray
+    start: np.ndarray
+    order: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def V(self) -> int:
+        return len(self.start) - 1
+
+    def mass(self, qs: np.ndarray) -> np.ndarray:
+        """Mass :math:`q_{tok} \\cdot prob` of every piece (level order)."""
+        return qs[self.tok] * self.prob
+
+    def rows(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query index, level, probability) of the pieces of the queried slots, grouped by
+        query index, levels ascending within a group."""
+        slots = np.asarray(slots, dtype=np.int64).ravel()
+        lo, hi = self.start[slots], self.start[slots + 1]
+        cnt = hi - lo
+        qi = np.repeat(np.arange(len(slots)), cnt)
+        idx = self.order[np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())]
+        return qi, idx, self.prob[idx]
+
+
+def _csr(tok: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(tok, kind="stable")  # level order kept within a token
+    start = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.bincount(tok, minlength=V), out=start[1:])
+    return start, order
+
+
+def identity_pieces(V: int) -> PieceKernel:
+    """One piece per slot at its own level (the rule "select the draft of largest p/q")."""
+    ar = np.arange(V, dtype=np.int64)
+    return PieceKernel(ar, np.ones(V), np.arange(V + 1, dtype=np.int64), ar.copy())
+
+
+def build_pieces(
+    qs: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    draws: np.ndarray | None = None,
+) -> PieceKernel:
+    r"""The piece kernel of the pairs: x lifted above y with mass a, y dropped below x with b.
+
+    Probabilities ``a / q_x`` and ``b / q_y`` are rounded down to multiples of 1/QUANT (the
+    sampler draws integers); a token whose pieces would exceed its mass is scaled down first.
+    ``draws`` (sequential drafts): the typical number N of draws of each token in the stopped
+    stream; a token with N > 1 gets the per-draw distribution whose maximum over N draws has
+    the intended distribution (CDF :math:`B \mapsto B^{1/N}` along its pieces), so that the
+    model of one pick per drafted token stays right for heavy tokens.
+    """
+    V = len(qs)
+    live = qs > 0
+    out = np.bincount(x, a, V) + np.bincount(y, b, V)
+    ratio = np.divide(out, qs, out=np.zeros(V), where=live)
+    scale = np.where(ratio > 1.0, (1.0 - 2.0**-40) / np.where(ratio > 1.0, ratio, 1.0), 1.0)
+    pa = np.floor(a * scale[x] / qs[x] * QUANT) / QUANT
+    pb = np.floor(b * scale[y] / qs[y] * QUANT) / QUANT
+    keep_a, keep_b = pa > 0, pb > 0
+    x_a, y_a, pa = x[keep_a], y[keep_a], pa[keep_a]
+    x_b, y_b, pb = x[keep_b], y[keep_b], pb[keep_b]
+    own = 1.0 - (np.bincount(x_a, pa, V) + np.bincount(y_b, pb, V))
+    tok = np.concatenate([np.arange(V), x_a, y_b])
+    slot = np.concatenate([np.arange(V), y_a, x_b])
+    # sub-levels in a slot: drops (by source) < own < lifts (by source)
+    sub = np.concatenate([np.full(V, V, dtype=np.int64), V + 1 + x_a, y_b])
+    o = np.argsort(slot * (2 * V + 2) + sub, kind="stable")
+    tok, prob = tok[o], np.concatenate([own, pa, pb])[o]
+    start, order = _csr(tok, V)
+    if draws is not None:
+        is_own = o < V
+        for k in np.flatnonzero((draws > 1.0) & (np.diff(start) > 1)):
+            idx = order[start[k] : start[k + 1]]  # the token's pieces, level order
+            b = np.minimum(np.cumsum(prob[idx]), 1.0) ** (1.0 / draws[k])
+            pr = np.floor(np.diff(b, prepend=0.0) * QUANT) / QUANT
+            mine = is_own[idx]
+            pr[mine] = 0.0
+            pr[mine] = 1.0 - pr.sum()  # the own piece absorbs the rounding (exact)
+            prob[idx] = pr
+    return PieceKernel(tok, prob, start, order, {"pairs": len(x), "max_ratio": float(ratio.max())})
+
+
+# -- the first-order model (conditional-Poisson co-occurrences) ------------------------------
+
+
+def cp_levels(qs: np.ndarray, n: int) -> list[np.ndarray]:
+    r""":math:`e_m(H_j)` for m = 0..n, j = 0..V (positive prefix recursion), scaled so that
+    :math:`e_n(H_V) = 1` is not needed: only ratios to :math:`e_n` are used."""
+    V = len(qs)
+    E = [np.ones(V + 1)]
+    for _ in range(n):
+        e = np.zeros(V + 1)
+        np.cumsum(qs * E[-1][:-1], out=e[1:])
+        E.append(e)
+    return E
+
+
+def _without(E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int) -> np.ndarray:
+    r""":math:`e_m(H_j \setminus x) = \sum_k (-q_x)^k e_{m-k}(H_j)` for x in :math:`H_j`
+    (clipped at 0: a model quantity)."""
+    out = np.zeros(len(j))
+    pw = np.ones(len(j))
+    for k in range(m + 1):
+        out += pw * E[m - k][j]
+        pw = pw * -qx
+    return np.maximum(out, 0.0)
+
+
+def pair_masses(
+    qs: np.ndarray,
+    n: int,
+    E: list[np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    tau: np.ndarray,
+    rigid: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Masses (a, b) of the pure-transfer model (module docstring) for pairs of slots x < y.
+
+    A ``rigid`` slot is not split when its partner is not rigid: the pair is then a pure drop
+    of y below x (x rigid: a = 0, x gains :math:`b h`) or a pure lift of x above y (y rigid:
+    b = 0, x gains :math:`a (I + h')`)."""
+    en = max(float(E[n][-1]), 1e-300)
+    qx, qy = qs[x], qs[y]
+    lo = E[n - 2] if n >= 2 else E[0]
+    h = qx * lo[x] / en
+    hp = qy * _without(E, y, qx, n - 2) / en if n >= 2 else qy / en
+    Iv = np.maximum(_without(E, y, qx, n - 1) - E[n - 1][x], 0.0) / en
+    Jv = np.maximum(E[n - 1][y] - E[n - 1][x + 1], 0.0) / en
+    det = Iv * Jv + Iv * h + hp * Jv
+    flat = tau / np.maximum(Iv + h + hp, 1e-300)
+    ok = det > 1e-12 * (Iv + h + hp) * (Jv + h + hp)
+    safe = np.where(ok, det, 1.0)
+    a = np.where(ok, tau * Jv / safe, flat)
+    b = np.where(ok, tau * Iv / safe, flat)
+    if rigid is not None:
+        rx, ry = rigid[x], rigid[y]
+        drop = rx & ~ry
+        lift = ry & ~rx
+        a = np.where(drop, 0.0, np.where(lift, tau / np.maximum(Iv + hp, 1e-300), a))
+        b = np.where(lift, 0.0, np.where(drop, tau / np.maximum(h, 1e-300), b))
+    return a, b
+
+
+# -- the fixed point ---------------------------------------------------------------------------
+
+LawFn = Callable[[PieceKernel], tuple[np.ndarray, float]]
+
+
+def design(
+    qs: np.ndarray,
+    n: int,
+    D: np.ndarray,
+    s: np.ndarray,
+    law: LawFn,
+    *,
+    tol: float | None = None,
+    max_iter: int = 40,
+    rigid: np.ndarray | None = None,
+    draws: np.ndarray | None = None,
+) -> tuple[PieceKernel, np.ndarray, float, dict[str, Any]]:
+    r"""A piece kernel whose exact law T dominates s up to :math:`\sum (s - T)^+`.
+
+    Fixed point on the targets t (start t = s): pair the supply :math:`(D - t)^+` with the
+    demand :math:`(t - D)^+` first-in first-out, build the kernel with :func:`pair_masses`,
+    compute its exact law T with ``law``, and set :math:`t \leftarrow s - (T - M)` where
+    :math:`M = D + (\text{paired demand}) - (\text{paired supply})` is what the model intended
+    (so the model's error is corrected), with a per-token secant on the law's response.
+    Damped when the shortfall grows; stops when :math:`\sum (s - T)^+ \le` ``tol`` (default
+    :math:`10^{-10} + 10^{-15} V`, above the floating-point floor of the sum), when the best
+    shortfall has not halved in 6 laws, or after ``max_iter`` laws.  Returns the best kernel, its
+    law, the law's error bound and a record of the iterations.
+
+    Parameters
+    ----------
+    qs, D, s : (V,) ndarray
+        q, the law of the deterministic rule and the sub-law, by slot (q = 0 slots last).
+    law : callable
+        ``law(kernel) -> (T, err)``: the exact law by slot and a bound on its error.
+    rigid : (V,) bool ndarray, optional
+        Slots kept in few pieces (:func:`pair_masses`).
+    draws : (V,) ndarray, optional
+        Typical draws per token of the stopped stream (sequential drafts; :func:`build_pieces`).
+    """
+    V = len(qs)
+    tol = 1e-10 + 1e-15 * V if tol is None else tol
+    live = qs > 0
+    E = cp_levels(qs, n)
+    t = s.copy()
+    best: tuple[float, PieceKernel, np.ndarray, float, np.ndarray] | None = None
+    history: list[float] = []
+    hist_t: list[np.ndarray] = []  # Anderson acceleration: recent iterates and residuals
+    hist_f: list[np.ndarray] = []
+    theta, plain = 1.0, 0  # plain > 0: that many plain (damped) steps before Anderson again
+    for _ in range(max_iter):
+        sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
+        dem = np.where(live, np.maximum(t - D, 0.0), 0.0)
+        x, y, tau = fifo_pairs(sup, dem)
+        a, b = pair_masses(qs, n, E, x, y, tau, rigid)
+        kern = build_pieces(qs, x, y, a, b, draws)
+        T, err = law(kern)
+        short = float(np.maximum(s - T, 0.0).sum())
+        history.append(short)
+        if best is None or short < best[0]:
+            best = (short, kern, T, err, t.copy())
+            theta = min(1.0, 1.5 * theta)
+        elif short > 2.0 * best[0]:  # much worse: restart from the best targets, damped
+            t, hist_t, hist_f = best[4].copy(), [], []
+            theta, plain = max(theta / 2.0, 1.0 / 16.0), 3
+            continue
+        if short <= tol or (len(history) > 12 and best[0] > 0.5 * min(history[:-12])):
+            break
+        M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
+        f = np.where(live, (s - T) + (M - t), 0.0)  # the model-corrected residual
+        hist_t.append(t.copy())
+        hist_f.append(f)
+        if len(hist_t) > 5:
+            hist_t.pop(0)
+            hist_f.pop(0)
+        t_new = t + theta * f
+        plain -= 1
+        if len(hist_f) >= 2 and plain < 0:  # Anderson (type II) on the last differences
+            dF = np.stack([hist_f[i + 1] - hist_f[i] for i in range(len(hist_f) - 1)], axis=1)
+            dX = np.stack([hist_t[i + 1] - hist_t[i] for i in range(len(hist_t) - 1)], axis=1)
+            gram = dF.T @ dF
+            reg = 1e-10 * np.trace(gram) + 1e-300
+            gam = np.linalg.solve(gram + reg * np.eye(len(gram)), dF.T @ f)
+            if np.all(np.isfinite(gam)) and np.abs(gam).max() < 1e3:
+                t_new = t + theta * f - (dX + theta * dF) @ gam
+        t = t_new
+    assert best is not None
+    short, kern, T, err, _ = best
+    return kern, T, err, {"iterations": len(history), "shortfall": short, "history": history}

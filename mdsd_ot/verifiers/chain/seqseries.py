@@ -1,0 +1,283 @@
+r"""The law of a piece kernel under sequential drafts, n >= 3: a certified series on every cut.
+
+At a cut c the low masses are :math:`w_x(c)` and (:mod:`.cutlaw`)
+
+.. math::
+
+   1 - \Phi(c) = \lambda(c) \sum_{m=0}^{n-1} \int_0^\infty e^{-Tt}\,
+   e_m\bigl(\{e^{w_x(c) t} - 1\}_x\bigr)\, dt, \qquad \lambda(c) = T - \sum_x w_x(c),
+
+the exponential-clock form of the sequential Q (docs/reference.md; ``proofs/T05_q_convexity.md``)
+with the low parts as tokens and everything else as one outside token.  It is evaluated as the
+fast solver evaluates prefixes (:mod:`mdsd_ot.fast.without`), generalised to fractional masses:
+
+- the m heaviest tokens A (by q) are summed exactly: the scaled moments
+  :math:`J_{a,k} = \tau^k k!\,[\omega^k] \sum_{D \subseteq A, |D| = a} G_D(\omega)` with
+  :math:`G_\emptyset = 1/(T - \omega)`,
+  :math:`G_D = (d(D) - \omega)^{-1} \sum_{x \in D} w_x G_{D \setminus x}`,
+  :math:`d(D) = T - w(D)` in double-double; one evaluation per heavy configuration (the heavy
+  masses change only at the heavy pieces), batched;
+- the light tokens (mass at most τ) enter through the power sums
+  :math:`\pi_j(c) = \sum_{y \notin A} (w_y(c)/\tau)^j` (cumulative sums of positive increments
+  over the pieces) and :math:`\prod_y (1 + z(e^{u_y s} - 1)) = \exp(\sum_j \pi_j \kappa_j(z)
+  s^j / j!)`, :math:`\kappa_j` the Bernoulli cumulants, truncated at :math:`z^{n-1}`, :math:`s^K`;
+- truncation: :math:`c_{l,k} \le \pi_1^l\, l^k / (l!\,k!)` (the light factor is a product of
+  series with non-negative coefficients) and
+  :math:`J_{a,k}/k! \le \binom{k+a}{a} (\tau/\delta_a)^{k-K} J_{a,K}/K!`,
+  :math:`\delta_a = T - (\text{top } a \text{ masses}) \le d(D)`: a geometric tail of ratio
+  :math:`l\tau/\delta_a`; m and K are chosen from q so that the ratio is small;
+- rounding: :math:`\gamma_D\,\lambda S_{abs}` with :math:`S_{abs}` the same sum with
+  :math:`|\kappa|`, whose light factor is at most
+  :math:`(1 - z(e^s - 1))^{-\pi_1}` coefficientwise.
+
+The law is :math:`T_x = \sum_{e \text{ of } x} [\Phi(e^+) - \Phi(e^-)]`; the returned bound is
+:math:`2 \sum_c B(c)`, B(c) the bound of the cut.
+
+Examples
+--------
+>>> import numpy as np
+>>> from .pieces import identity_pieces
+>>> from ...fast.without import exact_prefix_Q_without
+>>> qs = np.array([0.4, 0.1, 0.3, 0.2])
+>>> T, err = seq_series_law(qs, 3, identity_pieces(4))
+>>> ref = np.diff(exact_prefix_Q_without(qs, 3))
+>>> bool(np.abs(T - ref).max() < 1e-14), bool(err < 1e-12)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+from functools import cache
+
+import numpy as np
+
+from .cutlaw import U, before_after, blocked_cumsum, cumsum_depth, gamma, total_mass
+from .pieces import PieceKernel
+
+__all__ = ["seq_series_law", "choose_plan"]
+
+_RHO = 0.12  # target ratio of the light series' tail
+_M_MAX = 40
+_CHUNK = 8192
+
+
+@cache
+def _stirling2(k: int, i: int) -> int:
+    if k == i:
+        return 1
+    if i == 0 or i > k:
+        return 0
+    return i * _stirling2(k - 1, i) + _stirling2(k - 1, i - 1)
+
+
+@cache
+def _kappa(K: int, n: int) -> np.ndarray:
+    r""":math:`\kappa_{j,i}/j!` (j = 0..K, i = 0..n-1)."""
+    tab = np.zeros((K + 1, n))
+    for j in range(1, K + 1):
+        for i in range(1, min(j, n - 1) + 1):
+            val = Fraction((-1) ** (i - 1) * math.factorial(i - 1) * _stirling2(j, i))
+            tab[j, i] = float(val / math.factorial(j))
+    return tab
+
+
+@cache
+def _surj(n: int, K: int) -> np.ndarray:
+    r""":math:`l!\,S(k, l)/k!` for l = 0..n-1, k = 0..K."""
+    w = np.zeros((n, K + 1))
+    for l in range(1, n):
+        for k in range(K + 1):
+            w[l, k] = float(Fraction(math.factorial(l) * _stirling2(k, l), math.factorial(k)))
+    return w
+
+
+def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndarray]:
+    """Heavy slots, the largest light mass τ, the Taylor order K and δ_a (a = 0..n-1)."""
+    V = len(qs)
+    live = int(np.count_nonzero(qs))
+    top_n = min(V, _M_MAX + 1)
+    idx = np.argpartition(-qs, top_n - 1)[:top_n] if top_n < V else np.arange(V)
+    idx = idx[np.lexsort((idx, -qs[idx]))]
+    top = qs[idx]
+    Ttot = float(np.sum(qs))
+    delta = np.array([math.fsum([Ttot] + (-top[:a]).tolist()) for a in range(n)])
+    delta *= 1.0 - 1e-12  # a lower bound (the total above is within a few ulps)
+    m = min(max(3 * n - 4, n - 1, 1), live, len(top))
+    while m < min(_M_MAX, live, len(top) - 1) and (n - 1) * top[m] / delta[n - 1] > _RHO:
+        m += 1
+    tau = float(top[m]) if m < len(top) and m < live else 0.0
+    rho = (n - 1) * tau / delta[n - 1] if tau > 0 else 0.0
+    K = 1 if rho == 0 else int(min(40, max(6, math.ceil(math.log(1e-19) / math.log(rho)))))
+    return np.sort(idx[:m]), tau, K, delta
+
+
+def _dd(hi: float, lo: float, w: np.ndarray) -> np.ndarray:
+    """``hi + lo - w.sum(-1)`` with relative accuracy (TwoSum chain)."""
+    h = np.full(w.shape[:-1], hi)
+    acc = np.full(w.shape[:-1], lo)
+    for r in range(w.shape[-1]):
+        b = -w[..., r]
+        s = h + b
+        bb = s - h
+        acc = acc + ((h - (s - bb)) + (b - bb))
+        h = s
+    return h + acc
+
+
+@cache
+def _layers(m: int, n: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Subsets of range(m) of sizes 1..min(n-1, m): per size, the members (N_a, a) and, for
+    each member position r, the index of the subset less that member in the previous size."""
+    out = []
+    prev_index = {(): 0}
+    for a in range(1, min(n - 1, m) + 1):
+        subs = list(itertools.combinations(range(m), a))
+        index = {D: i for i, D in enumerate(subs)}
+        ranks = np.array([[prev_index[D[:r] + D[r + 1 :]] for r in range(a)] for D in subs])
+        out.append((np.array(subs, dtype=np.int64), ranks.T.copy()))
+        prev_index = index
+    return tuple(out)
+
+
+def _heavy(W: np.ndarray, T_hi: float, T_lo: float, tau: float, K: int, n: int) -> np.ndarray:
+    r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) for S heavy configurations ``W`` (S, m)."""
+    S, m = W.shape
+    T = T_hi + T_lo
+    kt = np.arange(K + 1) * tau
+    g0 = np.empty(K + 1)
+    g0[0] = 1.0 / T
+    for k in range(1, K + 1):
+        g0[k] = kt[k] * g0[k - 1] / T
+    J = np.zeros((S, n, K + 1))
+    J[:, 0, :] = g0
+    prev = np.broadcast_to(g0, (S, 1, K + 1))
+    for a, (sub, ranks) in enumerate(_layers(m, n), start=1):
+        w = W[:, sub]  # (S, N_a, a)
+        d = _dd(T_hi, T_lo, w)
+        f = w[:, :, 0:1] * prev[:, ranks[0], :]
+        for r in range(1, a):
+            f += w[:, :, r : r + 1] * prev[:, ranks[r], :]
+        g = np.empty_like(f)
+        g[:, :, 0] = f[:, :, 0] / d
+        for k in range(1, K + 1):
+            g[:, :, k] = (f[:, :, k] + kt[k] * g[:, :, k - 1]) / d
+        J[:, a, :] = g.sum(axis=1)
+        prev = g
+    return J
+
+
+def seq_series_law(
+    qs: np.ndarray, n: int, kern: PieceKernel, total: tuple[float, float] | None = None
+) -> tuple[np.ndarray, float]:
+    r"""Law by slot of the piece kernel under sequential drafts (n >= 3) and a bound on
+    :math:`\sum_x |\hat T_x - T_x|` (module docstring)."""
+    V = len(qs)
+    heavy, tau, K, delta = choose_plan(qs, n)
+    m = len(heavy)
+    T_hi, T_lo = total or total_mass(qs)
+    d = kern.mass(qs)
+    v, after, kmax = before_after(kern, d)
+    P = len(d)
+    hpos = np.full(V, -1)
+    hpos[heavy] = np.arange(m)
+    hp = hpos[kern.tok]
+    is_h = hp >= 0
+    # heavy configurations: after s heavy pieces (s = 0..H)
+    ev = np.flatnonzero(is_h)
+    Wc = np.zeros((len(ev) + 1, m))
+    if len(ev):
+        step = np.zeros((len(ev), m))
+        step[np.arange(len(ev)), hp[ev]] = d[ev]
+        Wc[1:] = np.cumsum(step, axis=0)
+    step_s = max(1, 2**22 // (max(1, math.comb(m, min(n - 1, m))) * (K + 1)))
+    J = np.concatenate([_heavy(Wc[i : i + step_s], T_hi, T_lo, tau, K, n)
+                        for i in range(0, len(Wc), step_s)])  # fmt: skip
+    Jh = np.cumsum(J, axis=1)[:, ::-1, :]  # Jh[:, l] = sum_{a <= n-1-l} J_a
+    seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
+    # light power-sum increments ((v+d)^j - v^j)/tau^j = (d/tau) sum_{i<j} ((v+d)/tau)^i (v/tau)^(j-1-i)
+    light = ~is_h
+    # lambda: mass above the cut (reverse cumulative sum of the piece masses)
+    lam = np.concatenate([blocked_cumsum(d[::-1])[::-1], [0.0]])
+    first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at the cut
+    kap = _kappa(K, n)
+    surj = _surj(n, K)
+    beta = np.stack(
+        [Jh[:, 0, 0]] + [(surj[l] * Jh[:, l]).sum(axis=1) for l in range(1, n)], axis=1
+    )  # (S, n)
+    # tail coefficient per configuration: sum_a J_{a,K}/K! * sum_j binom(K+j+a, a) rho^j
+    tail = np.zeros((len(Wc), n))
+    for l in range(1, n):
+        lk = float(l) ** K / math.factorial(l)
+        for a in range(0, n - l):
+            rho = l * tau / (delta[a] * (1 - 1e-12)) if tau > 0 else 0.0
+            r = rho * (K + 2 + a) / (K + 2)
+            tf = math.comb(K + 1 + a, a) * rho / (1 - r) if r < 1 else math.inf
+            tail[:, l] += J[:, a, K] / math.factorial(K) * lk * tf
+    # rounding depths: heavy moments (d(D) to relative 4u: 8 per Taylor order and level, plus
+    # the sum over subsets), power sums (Horner 2K, cumulative sums, carry), the cumulant
+    # recursion (n - 1 levels of K-term convolutions), the final sums and lambda
+    n_sub = max((math.comb(m, a) for a in range(min(n - 1, m) + 1)), default=1)
+    D_J = (n - 1) * (K + 1) * 8 + n_sub + n + 4
+    D_pi = cumsum_depth(P) + 2 * K + kmax + 6
+    D_c = (n - 1) * (D_pi + K + 6)
+    D_tot = 1.25 * (D_J + D_c + K + n + cumsum_depth(P) + 12) + 20
+    g_tot = gamma(D_tot)
+    Phi = np.empty(P + 1)
+    bound = np.zeros(P + 1)
+    carry = np.zeros(K + 1)
+    for c0 in range(0, P, _CHUNK):
+        c1 = min(P, c0 + _CHUNK)
+        sl = slice(c0, c1)
+        z = np.where(light[sl], d[sl] / tau if tau > 0 else 0.0, 0.0)
+        vv = np.where(light[sl], v[sl] / tau if tau > 0 else 0.0, 0.0)
+        up = vv + z
+        inc = np.zeros((K + 1, c1 - c0))
+        pw_up = np.ones(c1 - c0)
+        for j in range(1, K + 1):  # sum_{i<j} up^i vv^(j-1-i), by a Horner step
+            pw_up_prev = pw_up
+            pw_up = pw_up * up
+            inc[j] = (inc[j - 1] * vv if j > 1 else 0.0) + pw_up_prev
+        inc[1:] *= z
+        pi = np.cumsum(inc, axis=1) + carry[:, None]  # pi_j after each piece of the chunk
+        carry = pi[:, -1].copy()
+        C = c1 - c0
+        Lam = [None] + [kap[:, i][:, None] * pi for i in range(1, n)]
+        cser = [np.zeros((K + 1, C)) for _ in range(n)]
+        cser[0][0] = 1.0
+        for l in range(1, n):
+            acc = l * Lam[l]
+            for i in range(1, l):
+                prod = np.zeros((K + 1, C))
+                for jj in range(1, K + 1):
+                    prod[jj:] += Lam[i][jj : jj + 1] * cser[l - i][: K + 1 - jj]
+                acc = acc + i * prod
+            cser[l] = acc / l
+        sg = seg[c0 + 1 : c1 + 1]
+        S = np.zeros(C)
+        for l in range(n):
+            S += np.einsum("kc,ck->c", cser[l], Jh[sg, l, :])
+        lm = lam[c0 + 1 : c1 + 1]
+        Phi[c0 + 1 : c1 + 1] = 1.0 - lm * S
+        p1 = pi[1]
+        s_abs = beta[sg, 0].copy()
+        tl = np.zeros(C)
+        B_l = np.ones(C)
+        p1l = np.ones(C)
+        for l in range(1, n):
+            B_l = B_l * (p1 + l - 1) / l  # binom(pi_1 + l - 1, l): |kappa| majorant
+            p1l = p1l * p1  # c_{l,k} <= pi_1^l l^k / (l! k!), l^K / l! is in ``tail``
+            s_abs += B_l * beta[sg, l]
+            tl += p1l * tail[sg, l]
+        bound[c0 + 1 : c1 + 1] = (g_tot * lm * s_abs + lm * tl + 4 * U) * (1 + 1e-6)
+    Phi[0] = 0.0
+    exact0 = first < n
+    Phi[exact0] = 0.0
+    bound[exact0] = 0.0
+    Phi[-1] = 1.0
+    bound[-1] = 0.0
+    np.clip(Phi, 0.0, 1.0, out=Phi)
+    Tl = np.bincount(kern.tok, np.diff(Phi), V)
+    return Tl, 2.0 * float(bound.sum())

@@ -1,0 +1,103 @@
+r"""Plans of the swap constructions for laws of distinct drafts (proofs/optimal_verifier.md, §4).
+
+``cp-swap`` (conditional Poisson, n >= 3) and ``seq-swap`` (sequential without replacement, any
+n >= 2): sort by p/q, evaluate Q on every prefix (the fast solver's prefix routines), form the
+optimal sub-law s, and design a piece kernel (:func:`~mdsd_ot.verifiers.chain.pieces.design`)
+whose exact law T (:mod:`~mdsd_ot.verifiers.chain.cutlaw`) dominates s up to a certified
+shortfall :math:`\varepsilon = \sum_k (s_k - T_k)^+`.  The verifier accepts the selected token
+with probability :math:`\min(s, T)/T` (Lemma 0): lossless up to the law's error bound, acceptance
+:math:`\sum \min(s, T) \ge \alpha^* - \varepsilon`.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ...fast import alpha_star
+>>> p, q = np.array([0.05, 0.15, 0.3, 0.5]), np.array([0.4, 0.3, 0.2, 0.1])
+>>> plan = swap_plan(p, q, 3, np.array([0, 1, 2, 3]), "cp-swap")
+>>> a = alpha_star(p, q, n=3, scheme="conditional-poisson")
+>>> plan.construction, bool(0 <= a - plan.acceptance < 1e-9)
+('cp-swap', True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...fast.prefix import prefix_Q_conditional_poisson, prefix_Q_without2
+from .cutlaw import cp_law, seq_law, total_mass
+from .pieces import design
+
+__all__ = ["SWAP", "swap_plan", "prefix_Q_of", "stream_draws"]
+
+#: The swap constructions and the law of their selection rule.
+SWAP: dict[str, str] = {"cp-swap": "conditional-poisson", "seq-swap": "without"}
+
+
+def prefix_Q_of(qs: np.ndarray, n: int, construction: str) -> tuple[np.ndarray, float]:
+    """Q on the prefixes 0..V of the slot order (the fast solver's routines) and its error."""
+    row = qs[None, :].copy()
+    if SWAP[construction] == "conditional-poisson":
+        Q, err = prefix_Q_conditional_poisson(row, n)[0], 0.0
+    elif n == 1:
+        Q, err = np.cumsum(qs) / qs.sum(), 0.0
+    elif n == 2:
+        Q, err = prefix_Q_without2(row)[0], 0.0
+    else:
+        from ...fast.without import prefix_Q_without
+
+        Qf, e = prefix_Q_without(row, n)
+        return Qf[0], float(np.asarray(e).reshape(-1)[0])
+    out = np.empty(len(qs) + 1)
+    out[0] = 0.0
+    out[1:] = Q
+    return out, err
+
+
+def stream_draws(qs: np.ndarray, n: int) -> np.ndarray:
+    r"""Typical number of draws of each token in the stopped stream, :math:`\max(1, q_x E\tau)`.
+
+    The n-th new value arrives at :math:`\tau = \sum_{k \le n} \mathrm{Exp}(T - W_{k-1})`
+    (exponential clocks; :math:`W_{k-1}` the mass of the first k - 1 drafts); the heaviest
+    tokens come first, so :math:`E\tau \approx \sum_{k \le n} 1/(T - \text{top}_{k-1})`.
+    A design model only (:func:`~mdsd_ot.verifiers.chain.pieces.build_pieces`).
+    """
+    T = float(np.sum(qs))
+    top = np.sort(qs[np.argpartition(-qs, min(n, len(qs) - 1))[: n + 1]])[::-1]
+    rest = T - np.concatenate([[0.0], np.cumsum(top[: n - 1])])
+    etau = float(np.sum(1.0 / np.maximum(rest, 1e-300)))
+    return np.maximum(1.0, qs * etau)
+
+
+def swap_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray, construction: str) -> Any:
+    """The :class:`~mdsd_ot.verifiers.chain.plan.Plan` of a swap construction."""
+    from .plan import Plan, _sublaw
+
+    ps, qs = p[order], q[order]
+    Q, q_err = prefix_Q_of(qs, n, construction)
+    D = np.diff(Q)
+    np.maximum(D, 0.0, out=D)
+    s, _ = _sublaw(ps, Q[1:], D)
+    np.minimum(s, ps, out=s)
+    np.maximum(s, 0.0, out=s)
+    draws = None
+    if SWAP[construction] == "conditional-poisson":
+
+        def law(k):
+            return cp_law(qs, n, k)
+    else:
+        total = total_mass(qs)
+        draws = stream_draws(qs, n)
+
+        def law(k):
+            return seq_law(qs, n, k, total)
+
+    kern, T, err, info = design(qs, n, D, s, law, draws=draws)
+    acc = np.minimum(s, T)
+    plan = Plan(
+        construction, n, p, q, order, np.cumsum(qs), None, acc, None, None, float(acc.sum()), err
+    )
+    plan.pieces, plan.T = kern, T
+    plan.info.update(info, prefix_error=q_err, pairs=kern.info.get("pairs", 0))
+    return plan
