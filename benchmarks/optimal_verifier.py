@@ -1,50 +1,54 @@
-"""Benchmark the optimal verifier (issue 11): the chain construction at real vocabularies.
+"""Benchmark the optimal verifier (issue 11): the chain constructions at real vocabularies.
 
 Prints, measured in this run on this machine (say how loaded it is when you quote the figures):
 
 1. per position at V = 152,064 (synthetic family, T = 1, noise 1), n = 2 and 4, for the i.i.d.,
    sequential and conditional-Poisson laws: the time of *setup + one draw*
    (``build_plan`` + ``sample_plan`` of one draft tuple) divided by the time of one
-   ``np.argsort`` of V float64 values (issue target: <= 3), with the construction, its acceptance,
-   the fast α* and the certified shortfall ε;
-2. batched positions, B = 64: per-row cost of ``build_plans`` + ``sample_plans`` (one batched
-   argsort, one draw per row) divided by the single-row cost (target <= 1);
-3. the set-reduced construction (``verifiers.get("optimal", law, method="reduced")``, a max-flow
-   over the draft sets) against the chain at V = 500 and 2,000, i.i.d. drafts, n = 2.
+   ``np.argsort`` of V float64 values (issue target: <= 3), with the construction, the certified
+   shortfall ε = α* − acceptance and the law's error bound.  With ``--baseline REV`` the same
+   is measured for the chain package of git revision REV (extracted to a temporary directory and
+   run in alternating subprocesses, so that old and new see the same machine load);
+2. batched positions, B = 64, i.i.d. n = 2: the per-row cost of ``build_plans`` +
+   ``sample_plans`` divided by the cost of ``build_plan`` + ``sample_plan`` row by row on the
+   *same* 64 rows (target <= 1), and divided by the cost of one row that stays in cache;
+3. the set-reduced construction (a max-flow over the draft sets) against the chain at V = 500
+   and 2,000, i.i.d. drafts, n = 2;
+4. (``--accuracy``) the certified ε, the law's error bound, the fixed-point iterations and the
+   setup time of the swap constructions (sequential n = 2, 3, 4; conditional Poisson n = 3, 4)
+   at V = 2,000 and 152,064 and temperatures 0.5, 1, 2.
 
-Timing: the argsort and the measured call alternate, each repeated ``--reps`` times; the ratio is
-the median of the per-repetition ratios of wall-clock times and of process CPU times (the
-latter is less sensitive to a shared, loaded machine); the minima are printed too.  The set-reduced construction is timed once (it takes seconds).
+Timing: the argsort and the measured call alternate; the ratio is the median of the
+per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
+loaded machine); the minima are printed as well.
 
 Usage::
 
-    python benchmarks/optimal_verifier.py            # full run (a minute or two)
-    python benchmarks/optimal_verifier.py --quick    # fewer repetitions, V = 500 reduced only
+    python benchmarks/optimal_verifier.py                  # sections 1-3
+    python benchmarks/optimal_verifier.py --baseline f2d6bc5 --accuracy
+    python benchmarks/optimal_verifier.py --quick          # fewer repetitions, V = 500 reduced only
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-from mdsd_ot import drafts as D
-from mdsd_ot.synthetic import synthetic_batch, synthetic_pair
-from mdsd_ot.verifiers import get
-from mdsd_ot.verifiers._draws import sample_drafts
-from mdsd_ot.verifiers.chain import ChainOptimal, build_plan, build_plans, construction_for
-from mdsd_ot.verifiers.chain.sample import sample_plan, sample_plans
-
 V_BIG = 152_064
-LAWS = (D.WithReplacement, D.WithoutReplacement, D.ConditionalPoisson)
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _paired(f, reps: int, x: np.ndarray) -> tuple[float, float, float, float]:
-    """(median wall-clock ratio f/argsort, median CPU-time ratio, min f s, min argsort s),
-    alternating the two calls."""
+def _paired(f, reps: int, x: np.ndarray) -> dict[str, float]:
+    """Median wall and CPU ratios f / argsort, alternating the two calls; minima in ms."""
     ratios, cpu, tf, ts = [], [], [], []
     for _ in range(reps):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -56,57 +60,120 @@ def _paired(f, reps: int, x: np.ndarray) -> tuple[float, float, float, float]:
         tf.append(t2 - t1)
         ratios.append((t2 - t1) / (t1 - t0))
         cpu.append((c2 - c1) / max(c1 - c0, 1e-9))
-    return float(np.median(ratios)), float(np.median(cpu)), min(tf), min(ts)
+    return {"ratio": float(np.median(ratios)), "cpu": float(np.median(cpu)),
+            "ms": min(tf) * 1e3, "argsort_ms": min(ts) * 1e3}  # fmt: skip
 
 
-def per_position(reps: int) -> None:
-    print(f"\n1. per position, V = {V_BIG}: setup + one draw / one np.argsort (target <= 3)")
+def worker(reps: int) -> list[dict]:
+    """Section 1 in this process's ``mdsd_ot`` (the current tree or a baseline)."""
+    from mdsd_ot import drafts as D
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.synthetic import synthetic_pair
+    from mdsd_ot.verifiers._draws import sample_drafts
+    from mdsd_ot.verifiers.chain import build_plan, construction_for
+    from mdsd_ot.verifiers.chain.sample import sample_plan
+
     x = np.random.default_rng(0).random(V_BIG)
     p, q = synthetic_pair(V_BIG, 1.0, np.random.default_rng(1), noise=1.0)
     g = np.random.default_rng(2)
+    out = []
     for n in (2, 4):
-        for cls in LAWS:
+        for cls in (D.WithReplacement, D.WithoutReplacement, D.ConditionalPoisson):
             law = cls(q, n)
             con = construction_for(law)
             t = sample_drafts(law, g, 1)
+            t0 = time.perf_counter()
+            plan = build_plan(p, law.q, n, con)
+            once = time.perf_counter() - t0
+            r = max(1, reps if once < 0.5 else 2)
 
             def run(law=law, con=con, t=t, n=n):
                 sample_plan(build_plan(p, law.q, n, con), t, g)
 
-            ratio, cpu, tf, ts = _paired(run, reps, x)
-            cert = ChainOptimal(law).certificate(p)
-            print(
-                f"  n={n} {cls.__name__:19s} {con:8s} ratio {ratio:5.2f} (cpu {cpu:4.2f}; "
-                f"min {tf * 1e3:6.1f} ms vs argsort {ts * 1e3:5.1f} ms)  "
-                f"acceptance {cert['acceptance']:.9f}  alpha* {cert['alpha_star']:.9f}  "
-                f"eps {cert['eps']:.2e}  law error <= {cert['law_error']:.1e}"
-            )
+            res = _paired(run, r, x)
+            a = float(alpha_star(p, law.q, n=n, scheme=law.scheme))
+            res.update(law=cls.__name__, n=n, construction=con, eps=max(0.0, a - plan.acceptance),
+                       law_error=float(plan.law_error))  # fmt: skip
+            out.append(res)
+    return out
+
+
+def _baseline_tree(rev: str) -> str:
+    tmp = tempfile.mkdtemp(prefix="mdsd_base_")
+    arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "mdsd_ot"], check=True,
+                          capture_output=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", tmp], input=arch, check=True)
+    return tmp
+
+
+def _run_worker(path: str, reps: int) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": path}
+    out = subprocess.run([sys.executable, __file__, "--worker", "--reps", str(reps)], env=env,
+                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def per_position(reps: int, baseline: str | None, rounds: int) -> None:
+    print(f"\n1. per position, V = {V_BIG}: setup + one draw / one np.argsort (target <= 3)")
+    trees = [("new", str(ROOT))] + (
+        [("old " + baseline, _baseline_tree(baseline))] if baseline else []
+    )
+    runs: dict[str, list[list[dict]]] = {name: [] for name, _ in trees}
+    for _ in range(rounds):  # alternate old and new: the same machine load for both
+        for name, path in trees:
+            runs[name].append(_run_worker(path, reps))
+    for name, _ in trees:
+        print(f"  [{name}]")
+        for k, row in enumerate(runs[name][0]):
+            ratio = float(np.median([r[k]["ratio"] for r in runs[name]]))
+            cpu = float(np.median([r[k]["cpu"] for r in runs[name]]))
+            ms = min(r[k]["ms"] for r in runs[name])
+            sort_ms = min(r[k]["argsort_ms"] for r in runs[name])
+            print(f"  n={row['n']} {row['law']:19s} {row['construction']:8s} ratio {ratio:7.2f} "
+                  f"(cpu {cpu:7.2f}; min {ms:9.1f} ms vs argsort {sort_ms:5.1f} ms)  "
+                  f"eps {row['eps']:.1e}  law error <= {row['law_error']:.1e}")  # fmt: skip
 
 
 def batched(reps: int) -> None:
-    print("\n2. batched B = 64, V = 152,064, i.i.d. n = 2: per-row cost / single-row (target <= 1)")
+    from mdsd_ot.synthetic import synthetic_batch
+    from mdsd_ot.verifiers.chain import build_plan, build_plans
+    from mdsd_ot.verifiers.chain.sample import sample_plan, sample_plans
+
+    print("\n2. batched B = 64, V = 152,064, i.i.d. n = 2: per-row cost (target <= 1)")
     B, n = 64, 2
     P, Q = synthetic_batch(B, V_BIG, 1.0, np.random.default_rng(3), noise=1.0)
     g = np.random.default_rng(4)
+    from mdsd_ot import drafts as D
+
     t = np.stack([D.WithReplacement(Q[b], n).sample(g, 1)[0] for b in range(B)])
-    single, batch = [], []
+    rows, batch, hot = [], [], []
     for _ in range(max(1, reps // 3)):
         t0 = time.perf_counter()
-        for b in range(4):
+        for b in range(B):  # the same 64 rows, one call each
             sample_plan(build_plan(P[b], Q[b], n, "relabel"), t[b : b + 1], g)
         t1 = time.perf_counter()
         sample_plans(build_plans(P, Q, n, "relabel"), t, g)
         t2 = time.perf_counter()
-        single.append((t1 - t0) / 4)
+        for _ in range(4):  # one row kept in cache
+            sample_plan(build_plan(P[0], Q[0], n, "relabel"), t[:1], g)
+        t3 = time.perf_counter()
+        rows.append((t1 - t0) / B)
         batch.append((t2 - t1) / B)
-    r = float(np.median(np.array(batch) / np.array(single)))
-    print(
-        f"  per row: batched {min(batch) * 1e3:.1f} ms, single {min(single) * 1e3:.1f} ms (min); "
-        f"ratio {r:.2f} (median)"
-    )
+        hot.append((t3 - t2) / 4)
+    r = float(np.median(np.array(batch) / np.array(rows)))
+    rh = float(np.median(np.array(batch) / np.array(hot)))
+    print(f"  per row: batched {min(batch) * 1e3:.1f} ms, the same rows one by one "
+          f"{min(rows) * 1e3:.1f} ms, one cached row {min(hot) * 1e3:.1f} ms; "
+          f"batched / one by one {r:.2f}, batched / cached row {rh:.2f} (medians)")  # fmt: skip
 
 
 def reduced(sizes: tuple[int, ...]) -> None:
+    from mdsd_ot import drafts as D
+    from mdsd_ot.synthetic import synthetic_pair
+    from mdsd_ot.verifiers import get
+    from mdsd_ot.verifiers._draws import sample_drafts
+    from mdsd_ot.verifiers.chain import ChainOptimal
+
     print("\n3. set-reduced (max-flow over draft sets) vs chain, i.i.d. n = 2: setup + 1000 draws")
     for V in sizes:
         p, q = synthetic_pair(V, 1.0, np.random.default_rng(5), noise=1.0)
@@ -119,26 +186,55 @@ def reduced(sizes: tuple[int, ...]) -> None:
             t0 = time.perf_counter()
             v.sample(p, t, g)
             out[method] = time.perf_counter() - t0
-        acc_chain = ChainOptimal(law).plan(p).acceptance
-        print(
-            f"  V={V:5d}: reduced {out['reduced']:8.3f} s, chain {out['chain'] * 1e3:7.2f} ms "
-            f"(x{out['reduced'] / out['chain']:.0f}); chain acceptance {acc_chain:.9f}"
-        )
+        acc = ChainOptimal(law).plan(p).acceptance
+        print(f"  V={V:5d}: reduced {out['reduced']:8.3f} s, chain {out['chain'] * 1e3:7.2f} ms "
+              f"(x{out['reduced'] / out['chain']:.0f}); chain acceptance {acc:.9f}")  # fmt: skip
+
+
+def accuracy(sizes: tuple[int, ...]) -> None:
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.synthetic import synthetic_pair
+    from mdsd_ot.verifiers.chain import build_plan
+
+    print("\n4. certified shortfall of the swap constructions (synthetic family, noise 1, seed 1)")
+    cases = [("seq-swap", "without", n) for n in (2, 3, 4)]
+    cases += [("cp-swap", "conditional-poisson", n) for n in (3, 4)]
+    for V in sizes:
+        for T in (0.5, 1.0, 2.0):
+            p, q = synthetic_pair(V, T, np.random.default_rng(1), noise=1.0)
+            for con, scheme, n in cases:
+                t0 = time.perf_counter()
+                plan = build_plan(p, q, n, con)
+                dt = time.perf_counter() - t0
+                eps = float(alpha_star(p, q, n=n, scheme=scheme)) - plan.acceptance
+                print(f"  V={V:6d} T={T:3.1f} {con:8s} n={n}: eps {max(eps, 0.0):.1e}  law error "
+                      f"<= {plan.law_error:.1e}  iterations {plan.info['iterations']:2d}  "
+                      f"setup {dt:7.2f} s", flush=True)  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating old/new subprocess runs")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--baseline", default=None, help="git revision to compare with (section 1)")
+    ap.add_argument("--accuracy", action="store_true", help="also run section 4")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     reps = 5 if a.quick else a.reps
+    if a.worker:
+        print(json.dumps(worker(reps)))
+        return
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.1f}, Python {platform.python_version()}, numpy {np.__version__}"
     )
-    per_position(reps)
+    per_position(reps, a.baseline, 1 if a.quick else a.rounds)
     batched(reps)
     reduced((500,) if a.quick else (500, 2000))
+    if a.accuracy:
+        accuracy((2000,) if a.quick else (2000, V_BIG))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ import itertools
 import random
 from fractions import Fraction as Fr
 
+import numpy as np
 import sympy as sp
 
 from mdsd_ot import drafts
-from mdsd_ot.verifiers.chain.exact import exact_plan, stream_tuples
+from mdsd_ot.verifiers.chain.exact import ExactPlan, exact_plan, select_law, stream_tuples
 from mdsd_ot.verifiers.chain.relabel import slot_rates_list
 from mdsd_ot.verifiers.chain.sublaw import optimal_sublaw_list
 
@@ -26,6 +27,10 @@ __all__ = [
     "check_affine_identity",
     "check_polymatroid_map",
     "check_stream_posterior",
+    "check_cp_cut_law",
+    "check_stream_cut_law",
+    "check_transfer_model",
+    "check_series_bound",
 ]
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
@@ -241,3 +246,184 @@ def check_stream_posterior(max_V: int = 4, max_n: int = 3) -> dict:
                 assert out.get(y, 0) == want, (V, n, y)
             checked += 1
     return {"cases": checked}
+
+
+# -- §4: piece kernels ---------------------------------------------------------------------------
+
+
+def _random_pieces(rng: random.Random, V: int) -> list[tuple[int, Fr]]:
+    """A random piece kernel in level order: (owner, probability), probabilities of each owner
+    summing to 1, every owner with at least one piece, levels interleaved at random."""
+    pieces: list[tuple[int, Fr]] = []
+    for k in range(V):
+        cuts = sorted(Fr(rng.randint(1, 7), 8) for _ in range(rng.randint(0, 2)))
+        bounds = [Fr(0), *cuts, Fr(1)]
+        pieces += [(k, b - a) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+    rng.shuffle(pieces)
+    return pieces
+
+
+def _cut_law(pieces: list[tuple[int, Fr]], phi, V: int) -> list[Fr]:
+    """Lemma 7: T_k = sum over the pieces of k of Phi(after) - Phi(before)."""
+    b = [Fr(0)] * V
+    T = [Fr(0)] * V
+    prev = phi(b)
+    for k, pr in pieces:
+        b[k] += pr
+        cur = phi(b)
+        T[k] += cur - prev
+        prev = cur
+    return T
+
+
+def _e(vals: list[Fr], m: int) -> Fr:
+    e = [Fr(1)] + [Fr(0)] * m
+    for v in vals:
+        for j in range(m, 0, -1):
+            e[j] += v * e[j - 1]
+    return e[m]
+
+
+def _cp_law_exact(q: list[Fr], n: int, pieces: list[tuple[int, Fr]]) -> list[Fr]:
+    en = _e(q, n)
+    return _cut_law(pieces, lambda b: _e([q[k] * b[k] for k in range(len(q))], n) / en, len(q))
+
+
+def check_cp_cut_law(trials: int = 25, seed: int = 4) -> dict:
+    """Lemmas 7-8: the law of a piece kernel under conditional Poisson (one pick per drafted
+    token) by enumeration of sets and picks equals the cut formula with Phi = e_n(q b)/e_n(q)."""
+    rng = random.Random(seed)
+    for _ in range(trials):
+        V, n = rng.randint(3, 5), rng.randint(2, 3)
+        q = _rv(rng, V, zeros=False)
+        pieces = _random_pieces(rng, V)
+        en = _e(q, n)
+        want = _cp_law_exact(q, n, pieces)
+        got = [Fr(0)] * V
+        by_tok = [[(lev, pr) for lev, (k, pr) in enumerate(pieces) if k == t] for t in range(V)]
+        for S in itertools.combinations(range(V), n):
+            w = Fr(1)
+            for k in S:
+                w *= q[k]
+            for combo in itertools.product(*(by_tok[k] for k in S)):
+                pr = w / en
+                for _, a in combo:
+                    pr *= a
+                top = max(range(n), key=lambda j, combo=combo: combo[j][0])
+                got[S[top]] += pr
+        assert got == want, (q, pieces)
+    return {"kernels": trials}
+
+
+def check_stream_cut_law(trials: int = 20, seed: int = 5) -> dict:
+    """Lemmas 7, 9, 10 for sequential drafts: the conditional law of Lemma 9 summed over the
+    sequential law equals, at every cut, the sequential Q of the low parts against one outside
+    token (an independent computation: ``WithoutReplacement.Q`` on that alphabet), and the cut
+    formula on it equals the selection law of the exact plan (Fractions)."""
+    rng = random.Random(seed)
+    for _ in range(trials):
+        V, n = rng.randint(3, 5), rng.randint(2, 3)
+        q = _rv(rng, V, zeros=False)
+        pieces = _random_pieces(rng, V)
+        law = drafts.WithoutReplacement([str(x) for x in q], n)
+        items = law.joint_items(exact=True)
+        rows: list[dict[int, Fr]] = [{} for _ in range(V)]
+        for lev, (k, pr) in enumerate(pieces):
+            rows[k][lev] = pr
+        plan = ExactPlan("seq-swap", n, q, list(range(V)), rows, [], [], Fr(0), [])
+
+        def phi(b, q=q, n=n, V=V):  # Lemma 10: low parts and one outside token
+            w = [q[k] * b[k] for k in range(V)]
+            if sum(1 for x in w if x > 0) < n:
+                return Fr(0)
+            out = 1 - sum(w, Fr(0))
+            alpha = [str(x) for x in w] + ([str(out)] if out > 0 else [])
+            return drafts.WithoutReplacement(alpha, n).Q(list(range(V)), exact=True)
+
+        want = _cut_law(pieces, phi, V)
+        got = [Fr(0)] * V
+        for tup, w in items.items():
+            for k, pr in select_law(plan, tuple(tup)).items():
+                got[k] += w * pr
+        assert got == want, (q, pieces, n)
+    return {"kernels": trials}
+
+
+def check_transfer_model(trials: int = 20, seed: int = 6) -> dict:
+    """§4.4: for one pair (x < y) lifting mass a of x above y and dropping mass b of y below x,
+    the first derivatives of the conditional-Poisson law at a = b = 0 are the model's G, h
+    (for x), -h', -L (for y) and -I, +J summed over the tokens between them (the law is a
+    polynomial of degree <= 2 in (a, b), so a three-point difference is exact)."""
+    rng = random.Random(seed)
+    for _ in range(trials):
+        V, n = rng.randint(4, 6), rng.randint(2, 3)
+        q = _rv(rng, V, zeros=False)
+        x = rng.randint(0, V - 3)
+        y = rng.randint(x + 2, V - 1)
+
+        def law(a: Fr, b: Fr, q=q, n=n, x=x, y=y, V=V) -> list[Fr]:
+            pieces = []
+            for k in range(V):
+                if k == x:  # drop of y first, then x's own piece
+                    pieces += [(y, b / q[y]), (x, 1 - a / q[x])]
+                elif k == y:
+                    pieces += [(y, 1 - b / q[y]), (x, a / q[x])]
+                else:
+                    pieces.append((k, Fr(1)))
+            return _cp_law_exact(q, n, pieces)
+
+        hstep = min(q[x], q[y]) / 16
+        T0 = law(Fr(0), Fr(0))
+
+        def deriv(da: Fr, db: Fr, law=law, hs=hstep, T0=T0) -> list[Fr]:
+            T1, T2 = law(da * hs, db * hs), law(2 * da * hs, 2 * db * hs)
+            return [(4 * u - w - 3 * z) / (2 * hs) for z, u, w in zip(T0, T1, T2, strict=True)]
+
+        dA, dB = deriv(Fr(1), Fr(0)), deriv(Fr(0), Fr(1))
+        E = [[_e(q[:j], m) for j in range(V + 1)] for m in range(n + 1)]
+        en = E[n][V]
+
+        def without(j: int, m: int, q=q, x=x) -> Fr:  # e_m(H_j minus x), x in H_j
+            return _e([q[k] for k in range(j) if k != x], m)
+
+        h = q[x] * E[n - 2][x] / en
+        hp = q[y] * without(y, n - 2) / en
+        Iv = (without(y, n - 1) - E[n - 1][x]) / en
+        Jv = (E[n - 1][y] - E[n - 1][x + 1]) / en
+        assert dA[x] == Iv + hp and dB[x] == h, (q, x, y)
+        assert dB[y] == -(Jv + h) and dA[y] == -hp, (q, x, y)
+        assert sum(dA[x + 1 : y]) == -Iv and sum(dB[x + 1 : y]) == Jv, (q, x, y)
+    return {"pairs": trials}
+
+
+def check_series_bound(trials: int = 12, seed: int = 7) -> dict:
+    """§4.3: the float law of random piece kernels under sequential drafts, n = 3, 4
+    (``seqseries``), is within its reported bound of the exact law (Lemma 9 in Fractions)."""
+    from mdsd_ot.verifiers.chain.pieces import build_pieces
+    from mdsd_ot.verifiers.chain.seqseries import seq_series_law
+
+    g = np.random.default_rng(seed)
+    worst = 0.0
+    for t in range(trials):
+        V, n = int(g.integers(4, 7)), 3 + t % 2
+        qf = g.dirichlet(np.full(V, 0.6))
+        P = int(g.integers(1, 5))
+        x = g.integers(0, V - 1, P)
+        y = np.minimum(x + 1 + g.integers(0, 3, P), V - 1)
+        kern = build_pieces(qf, x, y, g.random(P) * qf[x] * 0.4, g.random(P) * qf[y] * 0.4)
+        T, err = seq_series_law(qf, n, kern)
+        q = [Fr(float(v)) for v in qf]
+        q = [v / sum(q, Fr(0)) for v in q]  # the law of q / sum(q), as the float evaluation
+        rows: list[dict[int, Fr]] = [{} for _ in range(V)]
+        for lev, (k, pr) in enumerate(zip(kern.tok.tolist(), kern.prob.tolist(), strict=True)):
+            rows[k][lev] = Fr(pr)
+        plan = ExactPlan("seq-swap", n, q, list(range(V)), rows, [], [], Fr(0), [])
+        law = drafts.WithoutReplacement([str(v) for v in q], n)
+        exact = [Fr(0)] * V
+        for tup, w in law.joint_items(exact=True).items():
+            for k, pr in select_law(plan, tuple(tup)).items():
+                exact[k] += w * pr
+        dev = sum(abs(Fr(float(a)) - b) for a, b in zip(T, exact, strict=True))
+        assert dev <= Fr(err), (V, n, float(dev), err)
+        worst = max(worst, float(dev))
+    return {"kernels": trials, "largest deviation": worst}

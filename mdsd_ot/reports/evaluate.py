@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..verifiers import applicable, get
-from ..verifiers.optimal import Optimal
+from ..verifiers.chain import ChainOptimal, construction_for
 from .laws import alpha_rows, make_law, report_laws
 
 __all__ = ["LawRows", "evaluate", "concat", "select_laws"]
@@ -95,16 +95,20 @@ def _verifier_names(law: str, n: int, V: int, wanted: Sequence[str] | None):
     return names if wanted is None else [x for x in names if x in wanted]
 
 
-def _optimal_kind(v: Any, n: int, V: int, optimal_max_v: int) -> str | None:
-    """How the optimal verifier's value is computed without sampling (None: enumerate/simulate).
+def _optimal(v: Any, law: Any, n: int, V: int, optimal_max_v: int) -> tuple[Any, str | None]:
+    """The verifier that gives the optimal verifier's value, and how (None: enumerate/simulate).
 
-    The set-reduced reference (a max-flow over the draft sets) is only enumerated up to
-    ``optimal_max_v``; above, a law whose optimum has no closed form and no certified chain
-    construction is simulated."""
-    kind = v.acceptance_kind(n) if isinstance(v, Optimal) else None
+    ``optimal`` uses the exact set-reduced plan for small laws (enumerated up to
+    ``optimal_max_v``); above that size the report takes the chain construction of the law
+    where there is one (its closed form, or its certified lower bound), and simulates
+    otherwise."""
+    kind = v.acceptance_kind(n)
     if kind is None and V > optimal_max_v:
-        return "simulated"
-    return kind
+        if construction_for(law) is not None:
+            chain = ChainOptimal(law)
+            return chain, chain.acceptance_kind(n) or "simulated"
+        return v, "simulated"
+    return v, kind
 
 
 def evaluate(
@@ -179,8 +183,9 @@ def evaluate(
                 continue
             small = _support_bound(law) <= exact_max_tuples
             for name in r.names:
-                v = get(name, law)
-                kind = _optimal_kind(v, n, V, optimal_max_v) if name == "optimal" else None
+                v, kind = get(name, law), None
+                if name == "optimal":
+                    v, kind = _optimal(v, law, n, V, optimal_max_v)
                 if kind in ("closed-form", "certified") or (kind is None and v.has_closed_form(n)):
                     r.acceptance[name][k], how = v.acceptance(P[k], Q[k], n), kind or "closed-form"
                 elif small and kind is None:

@@ -62,10 +62,12 @@ class _Scratch(threading.local):
     def __init__(self) -> None:
         self.bufs: dict[str, np.ndarray] = {}
 
-    def get(self, name: str, size: int) -> np.ndarray:
+    def get(self, name: str, size: int, width: int = 0) -> np.ndarray:
+        """A scratch array of ``size`` entries (``(size, width)`` when width > 0)."""
+        shape = (size, width) if width else (size,)
         b = self.bufs.get(name)
-        if b is None or len(b) < size:
-            b = self.bufs[name] = np.empty(size)
+        if b is None or len(b) < size or b.shape[1:] != shape[1:]:
+            b = self.bufs[name] = np.empty(shape)
         return b[:size]
 
 
@@ -92,8 +94,10 @@ class Plan:
         The cumulative q (through the slot) by slot; ``qs``/``ps`` gather q and p by slot.
     D : (V,) ndarray or None
         The selection law of ``top`` (``None`` otherwise).
-    s : (V,) ndarray
-        The accepted sub-law by slot, clipped to [0, p].
+    s : (V,) ndarray or None
+        The accepted sub-law by slot, clipped to [0, p]; ``None`` for ``relabel`` and
+        ``stream``, which keep the transfer increments ``dE`` instead and compute
+        :math:`s_k = D_k + dE_k` where needed (:meth:`s_at`, :attr:`s_full`).
     pairs : Pairing or None
         Supply and demand intervals of the first-in first-out pairing.
     two_e2 : float or None
@@ -124,6 +128,7 @@ class Plan:
     info: dict[str, Any] = field(default_factory=dict)
     pieces: PieceKernel | None = None
     T: np.ndarray | None = None
+    dE: np.ndarray | None = None
     key: np.ndarray | None = None
     _rank: np.ndarray | None = None
     _residual: np.ndarray | None = None
@@ -178,12 +183,29 @@ class Plan:
             self._rank[self.order] = np.arange(len(self.order))
         return self._rank
 
+    def s_at(self, slots: np.ndarray) -> np.ndarray:
+        """The accepted sub-law at the given slots (clipped to [0, p])."""
+        if self.s is not None:
+            return self.s[slots]
+        tok = self.order[slots]
+        qk = self.q[tok]
+        c = self.c[slots]
+        s = qk * rates_from_cum(c, c - qk, self.n) + self.dE[slots]
+        return np.clip(s, 0.0, self.p[tok])
+
+    @property
+    def s_full(self) -> np.ndarray:
+        """The accepted sub-law by slot (computed once when the plan keeps only ``dE``)."""
+        if self.s is None:
+            self.s = self.s_at(np.arange(len(self.order)))
+        return self.s
+
     @property
     def residual(self) -> np.ndarray:
         """Cumulative residual law :math:`(p - s)^+` by slot (p itself when that is 0)."""
         if self._residual is None:
             ps = self.ps
-            r = np.cumsum(np.maximum(ps - self.s, 0.0))
+            r = np.cumsum(np.maximum(ps - self.s_full, 0.0))
             self._residual = r if r[-1] > 0 else np.cumsum(ps)
         return self._residual
 
@@ -236,28 +258,44 @@ def _clip(s: np.ndarray, ps: np.ndarray) -> np.ndarray:
 
 
 def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand)."""
+    """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand): one
+    gather of (p, q) rows, which costs less than two gathers of single values."""
     V = len(order)
-    return np.take(p, order, out=_SCRATCH.get("ps", V)), np.take(
-        q, order, out=_SCRATCH.get("qs", V)
-    )
+    pk = _SCRATCH.get("pk", V, 2)
+    pk[:, 0] = p
+    pk[:, 1] = q
+    out = _SCRATCH.get("pq", V, 2)
+    np.take(pk, order, axis=0, out=out)
+    return out[:, 0], out[:, 1]
 
 
 def _relabel(p, q, n, order, construction="relabel") -> Plan:
+    r"""i.i.d. drafts: only what the pairs need (:math:`dE`) and α* = 1 + min F; the sub-law
+    :math:`s = D + dE` is formed at the slots that need it (:meth:`Plan.s_at`)."""
     ps, qs = _gather(p, q, order)
+    V = len(order)
     c = np.cumsum(qs)
-    Q = _SCRATCH.get("Q", len(c))
-    np.power(c, n, out=Q)
-    D = _SCRATCH.get("D", len(c))
-    np.subtract(c, qs, out=D)
-    D = rates_from_cum(c, D, n, (_SCRATCH.get("rt", len(c)), _SCRATCH.get("rt2", len(c))))
-    D *= qs
-    s, dE = _sublaw(ps, Q, D)
+    F = _SCRATCH.get("F", V + 1)
+    F[0] = 0.0
+    np.cumsum(ps, out=F[1:])
+    Q = _SCRATCH.get("Q", V)
+    if n == 2:
+        np.multiply(c, c, out=Q)
+    else:
+        np.power(c, n, out=Q)
+    F[1:] -= Q
+    S = _SCRATCH.get("S", V + 1)
+    np.minimum.accumulate(F[::-1], out=S[::-1])
+    np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
+    F[-1] = 0.0
+    np.maximum(F, 0.0, out=F)
+    dE = np.diff(F)
     pairs = _supply_demand(dE, q, qs)  # q = 0 sorts last: no pairs there
-    s = _clip(s, ps)
-    return Plan(
-        construction, n, p, q, order, c, None, s, pairs, None, float(s.sum()), _iid_err(n, len(p))
-    )
+    alpha = min(1.0, 1.0 + float(S[0]))
+    plan = Plan(construction, n, p, q, order, c, None, None, pairs, None, alpha,
+                _iid_err(n, V))  # fmt: skip
+    plan.dE = dE
+    return plan
 
 
 def _fits(pr: Pairing, d, rho: np.ndarray) -> bool:

@@ -189,7 +189,7 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
         sel, sel_slot = t[rows, pick], own[rows, pick]
     uniq, inv = np.unique(sel_slot, return_inverse=True)
     T = selection_law_at(plan, uniq)[inv]
-    acc = np.divide(np.minimum(plan.s[sel_slot], T), T, out=np.zeros(len(t)), where=T > 0)
+    acc = np.divide(np.minimum(plan.s_at(sel_slot), T), T, out=np.zeros(len(t)), where=T > 0)
     keep = rng.random(len(t)) < acc
     if keep.all():
         return sel
