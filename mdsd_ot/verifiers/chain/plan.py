@@ -400,6 +400,15 @@ def build_plan(
 
 
 def build_plans(P: np.ndarray, Q: np.ndarray, n: int, construction: str) -> list[Plan]:
-    """Plans for a (B, V) batch of positions, row by row (one sort per row: numpy gains nothing
-    from a batched sort, and the per-row scratch arrays stay in cache)."""
-    return [build_plan(P[b], Q[b], n, construction) for b in range(P.shape[0])]
+    """Plans for a (B, V) batch of positions: the keys of all rows in one division and one
+    batched argsort, then row by row (the per-row scratch arrays stay in cache)."""
+    K = sort_keys(P, Q)
+    orders = np.argsort(K, axis=-1)
+    plans = []
+    for b in range(P.shape[0]):
+        o = orders[b]
+        plan = build_plan(P[b], Q[b], n, construction, order=o)
+        if plan.order is o:  # cp2 may re-sort: then the p/q keys no longer give the slots
+            plan.key = K[b]
+        plans.append(plan)
+    return plans
