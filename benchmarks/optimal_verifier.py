@@ -85,7 +85,7 @@ def worker(reps: int) -> list[dict]:
             t0 = time.perf_counter()
             plan = build_plan(p, law.q, n, con)
             once = time.perf_counter() - t0
-            r = max(1, reps if once < 0.5 else 2)
+            r = max(1, reps if once < 0.5 else 1)
 
             def run(law=law, con=con, t=t, n=n):
                 sample_plan(build_plan(p, law.q, n, con), t, g)

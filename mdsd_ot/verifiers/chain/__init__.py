@@ -4,7 +4,10 @@ Modules: :mod:`.sublaw` (the optimal accepted sub-law s and the transfer path E)
 :mod:`.relabel` (relabelling kernels with an exactly linear law), :mod:`.plan` (one position:
 sort, sub-law, pairs, kernel, thinning), :mod:`.sample` (vectorised sampling), :mod:`.exact` (the
 same construction in Fractions, and the rule for one tuple) and :mod:`.verifier` (the
-:class:`ChainOptimal` verifier behind ``verifiers.get("optimal", draft)`` for q laws).
+:class:`ChainOptimal` verifier behind ``verifiers.get("optimal", draft)`` for q laws); for laws
+of distinct drafts (sequential, conditional Poisson with n >= 3) the swap constructions:
+:mod:`.pieces` (piece kernels and their fixed-point design), :mod:`.cutlaw` (their exact laws),
+:mod:`.seqseries` (the certified series for sequential drafts, n >= 3) and :mod:`.swap` (plans).
 
 Examples
 --------
