@@ -290,7 +290,8 @@ def _relabel(p, q, n, order, construction="relabel") -> Plan:
     F[-1] = 0.0
     np.maximum(F, 0.0, out=F)
     dE = np.diff(F)
-    pairs = _supply_demand(dE, q, qs)  # q = 0 sorts last: no pairs there
+    live = V if qs[-1] > 0 else int(np.count_nonzero(q))  # q = 0 sorts last: no pairs there
+    pairs = Pairing.full(dE, live)
     alpha = min(1.0, 1.0 + float(S[0]))
     plan = Plan(construction, n, p, q, order, c, None, None, pairs, None, alpha,
                 _iid_err(n, V))  # fmt: skip

@@ -64,8 +64,48 @@ class Pairing:
         self.Ld0 = self.Ld - ed
         return self
 
+    @classmethod
+    def full(cls, dE: np.ndarray, live: int, scale: float = 1.0) -> Pairing:
+        """The same intervals as :meth:`from_increments`, kept at full length (one interval per
+        live slot, most of them empty): two cumulative sums and no compaction, which is what a
+        plan needs before its first draw.  ``js`` and ``jd`` are ``None``; interval starts are
+        the previous ends."""
+        self = cls.__new__(cls)
+        V = len(dE)
+        r = dE[live - 1 :: -1] if live > 0 else dE[:0]
+        self.V, self.off = V, V - live
+        tmp = np.minimum(r, 0.0)
+        self.Ls = np.cumsum(tmp)
+        self.Ls *= -scale
+        np.maximum(r, 0.0, out=tmp)
+        self.Ld = np.cumsum(tmp)
+        if scale != 1.0:
+            self.Ld *= scale
+        self.js = self.jd = None
+        return self
+
+    def starts(self, supply: bool, idx: np.ndarray) -> np.ndarray:
+        """Start of the given supply (or demand) intervals."""
+        if self.js is not None:
+            return (self.Ls0 if supply else self.Ld0)[idx]
+        L = self.Ls if supply else self.Ld
+        return np.where(idx > 0, L[np.maximum(idx - 1, 0)], 0.0)
+
+    def partner_slot(self, supply: bool, idx: np.ndarray) -> np.ndarray:
+        """Slots of the given supply (or demand) intervals."""
+        if self.js is None:
+            return self.V - 1 - (idx + self.off)
+        return self.V - 1 - (self.js if supply else self.jd)[idx]
+
     def index(self, slots: np.ndarray, supply: bool) -> np.ndarray:
         """Position of each slot among the supply (or demand) intervals, -1 if it has none."""
+        if self.js is None:
+            L = self.Ls if supply else self.Ld
+            r = self.V - 1 - slots - self.off
+            ok = (r >= 0) & (r < len(L))
+            rc = np.where(ok, r, 0)
+            ok &= L[rc] > self.starts(supply, rc)
+            return np.where(ok, rc, -1)
         j = self.js if supply else self.jd
         r = self.V - 1 - slots
         k = np.searchsorted(j, r)
@@ -84,9 +124,9 @@ def _side(pr: Pairing, slots: np.ndarray, supply: bool) -> tuple[np.ndarray, ...
     qi = np.flatnonzero(own >= 0)
     a = own[qi]
     if supply:  # partners: demand intervals overlapping the supply interval
-        A0, A1, B0, B1, jb = pr.Ls0[a], pr.Ls[a], pr.Ld0, pr.Ld, pr.jd
+        A0, A1, B1 = pr.starts(True, a), pr.Ls[a], pr.Ld
     else:
-        A0, A1, B0, B1, jb = pr.Ld0[a], pr.Ld[a], pr.Ls0, pr.Ls, pr.js
+        A0, A1, B1 = pr.starts(False, a), pr.Ld[a], pr.Ls
     nb = len(B1)
     if nb == 0 or qi.size == 0:
         z = np.zeros(0, dtype=np.int64)
@@ -96,8 +136,8 @@ def _side(pr: Pairing, slots: np.ndarray, supply: bool) -> tuple[np.ndarray, ...
     cnt = np.where(lo < nb, hi - lo + 1, 0).clip(0)
     g = np.repeat(np.arange(len(qi)), cnt)
     j = lo[g] + np.arange(len(g)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    tau = np.minimum(A1[g], B1[j]) - np.maximum(A0[g], B0[j])
-    partner = pr.V - 1 - jb[j]
+    tau = np.minimum(A1[g], B1[j]) - np.maximum(A0[g], pr.starts(not supply, j))
+    partner = pr.partner_slot(not supply, j)
     me = slots[qi[g]]
     keep = (tau > 0) & ((partner < me) if supply else (partner > me))
     return qi[g][keep], partner[keep], tau[keep]
@@ -154,6 +194,14 @@ def selection_law_at(plan: Any, slots: np.ndarray) -> np.ndarray:
     return qk * (stay * plan.rate_minus_q(slots) + np.bincount(qi, move, k)) / plan.two_e2
 
 
+def _with_pairs(plan: Any, pairs: Pairing) -> Any:
+    import copy
+
+    out = copy.copy(plan)
+    out.pairs = pairs
+    return out
+
+
 def slot_mass_imbalance(plan: Any) -> float:
     r""":math:`\sum_j |\nu_j - q_j|` for the whole kernel (:math:`\nu = qA`; 0 in exact arithmetic).
 
@@ -163,6 +211,9 @@ def slot_mass_imbalance(plan: Any) -> float:
     """
     if plan.pairs is None:  # no swap kernel (top, and the piece kernels: law computed exactly)
         return 0.0
+    if plan.pairs.js is None:  # every slot's rows: the compacted intervals enumerate less
+        live = len(plan.order) if plan.qs[-1] > 0 else int(np.count_nonzero(plan.q))
+        plan = _with_pairs(plan, Pairing.from_increments(plan.dE, live))
     qs = plan.qs
     V = len(qs)
     qi, dest, prob = kernel_rows(plan, np.arange(V))
