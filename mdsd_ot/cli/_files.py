@@ -158,7 +158,7 @@ def _load(path: Path, option: str) -> Any:
         try:
             return np.load(path, allow_pickle=False)
         except ValueError as exc:
-            if "pickled" in str(exc):
+            if "pickle" in str(exc).lower() or "object arrays" in str(exc).lower():
                 raise ValueError(
                     f"{what} (it holds Python objects; save a numeric array)"
                 ) from None
@@ -200,7 +200,8 @@ def _load(path: Path, option: str) -> Any:
         try:
             obj = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError...
-            raise ValueError(f"{what} ({type(exc).__name__}: {_first_line(exc)})") from None
+            first = _first_line(exc).split(". ")[0].rstrip(".")
+            raise ValueError(f"{what} ({type(exc).__name__}: {first})") from None
         if isinstance(obj, dict):
             obj = _pick(obj, option, path)
         if not torch.is_tensor(obj):

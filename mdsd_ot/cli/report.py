@@ -243,7 +243,7 @@ def register(app: typer.Typer) -> None:
         check_int(samples, "--samples", 1, MAX_SAMPLES)
         check_seed(seed)
         if demo:
-            check_int(positions, "--positions", 1, MAX_SAMPLES)
+            check_int(positions, "--positions", 1)
         if workers is not None:
             check_int(workers, "--workers", 1, MAX_WORKERS)
         if out is not None:
