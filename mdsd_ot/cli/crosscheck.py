@@ -314,7 +314,7 @@ def register(app: typer.Typer) -> None:
             T = check_int(5 if trials is None else trials, "--trials", 1, MAX_TRIALS)
             if scheme is not None and check_scheme(scheme) not in RANDOM_SCHEMES:
                 raise ValueError(
-                    f"--scheme: no random instances for {scheme!r} (give --table); choose one of "
+                    f"--scheme: no random instances for {scheme!r} (give one with --p and --table); choose one of "
                     f"{', '.join(RANDOM_SCHEMES)}"
                 )
             k = DEFAULT_DRAFTS if n is None else n
