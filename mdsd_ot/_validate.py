@@ -232,6 +232,8 @@ def check_same_length(p: Sequence[Any], q: Sequence[Any], pname: str = "p", qnam
 def check_size(size: int, limit: int, what: str, hint: str) -> None:
     """Refuse an instance larger than ``limit`` (named ``what``), pointing to ``hint``."""
     if size > limit:
+        # integers above 4,300 digits cannot be printed; never spell out huge counts
+        need = f"{size:,}" if size < 10**18 else f"at least 2^{int(size).bit_length() - 1:,}"
         raise ValueError(
-            f"instance too large for {what}: needs {size:,} entries (limit {limit:,}); {hint}"
+            f"instance too large for {what}: needs {need} entries (limit {limit:,}); {hint}"
         )

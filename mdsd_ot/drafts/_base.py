@@ -235,10 +235,29 @@ class DraftLaw:
         """Draw ``size`` draft tuples: an int64 array of shape ``(size, n)``."""
         raise NotImplementedError  # pragma: no cover
 
+    # -- work estimates (what the exact methods' size guards count) ------------------------
+    def q_eval_work(self) -> int:
+        """Elementary steps of one evaluation of ``Q(H)`` at |H| = V (the default enumerates the
+        support of the joint law)."""
+        return self.support_size_bound() * self.n
+
+    def set_weight_work(self) -> int:
+        """Terms summed by :meth:`set_weight_table` (the default aggregates the joint law: n per
+        draft tuple)."""
+        return self.support_size_bound() * self.n
+
     # -- set and tuple weights (the exact solvers' capacities) -----------------------------
     def set_count_bound(self) -> int:
         """An upper bound on the number of token sets S with :math:`w_S > 0`, without building them."""
         return self.support_size_bound()
+
+    def _guard_set_table(self, hint: str = "use method='fast'") -> None:
+        """Refuse a set table above MAX_SETS sets or MAX_SET_WORK terms, before building it."""
+        from ._sets import MAX_SET_WORK, MAX_SETS
+
+        what = f"the token sets of {self!r}"
+        V_.check_size(self.set_count_bound(), MAX_SETS, what, hint)
+        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, hint)
 
     def set_weight_table(self, exact: bool | None = None):
         r"""The set weights :math:`w_S = \Pr[\{\bar i_1, \dots, \bar i_n\} = S]` as a table.
@@ -375,6 +394,10 @@ class QLaw(DraftLaw):
     def reference_q(self, exact: bool = False) -> Any:
         """The law's own q (Fractions with ``exact=True``)."""
         return list(self.qvals(True)) if exact else self.q
+
+    def q_eval_work(self) -> int:
+        """One Q(H) of a law with a product or closed form: about n passes over the vocabulary."""
+        return self.n * self.V
 
     def support(self) -> np.ndarray:
         """The tokens with q > 0 (int64, ascending)."""

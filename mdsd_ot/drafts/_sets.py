@@ -24,6 +24,8 @@ __all__ = [
     "complement_sums",
     "count_sets",
     "sorted_sets",
+    "covering_weights",
+    "product_tuples",
     "MAX_SETS",
     "MAX_TUPLES",
     "MAX_SET_WORK",
@@ -79,6 +81,21 @@ class SetWeights(Mapping):
         w = np.asarray(weights, dtype=np.float64)
         keep = w > 0
         return cls(np.asarray(members)[keep], w[keep], False, V, error)
+
+    @classmethod
+    def from_blocks(
+        cls, blocks: list[tuple[np.ndarray, Any]], n: int, exact: bool, V: int, error: float = 0.0
+    ):
+        """A table from blocks ``(members (K, k), weights (K,))`` of sets of one size k each
+        (members are padded with -1 to n columns)."""
+        if not blocks:
+            return cls.build(np.zeros((0, n), np.int64), [] if exact else np.zeros(0), exact, V)
+        members = np.concatenate(
+            [np.pad(m, ((0, 0), (0, n - m.shape[1])), constant_values=-1) for m, _ in blocks]
+        )
+        if exact:
+            return cls.build(members, [x for _, w in blocks for x in w], True, V)
+        return cls.build(members, np.concatenate([w for _, w in blocks]), False, V, error)
 
     def _as_dict(self) -> dict[frozenset, Any]:
         if self._dict is None:
@@ -220,3 +237,51 @@ def complement_sums(q: np.ndarray, P: np.ndarray) -> np.ndarray:
     lo = np.concatenate([np.zeros((K, 1), np.int64), r + 1], axis=1)  # range starts
     hi = np.concatenate([r, np.full((K, 1), V, np.int64)], axis=1)  # range ends (exclusive)
     return np.sum(np.maximum(C[hi] - C[lo], 0.0), axis=1)
+
+
+def covering_weights(mem: np.ndarray, draws: list[np.ndarray], exact: bool) -> np.ndarray:
+    r"""Pr[the set of tokens drawn by independent draws is exactly S], for each row S of ``mem``.
+
+    Draw j takes token x with probability ``draws[j][x]``.  Dynamic programming over the draws
+    on the subsets :math:`C \subseteq S` covered so far (a bitmask of the k members of S):
+    :math:`\Pr_j(C)` for every C, and :math:`w_S = \Pr_n(S)`.  All terms are non-negative (no
+    cancellation), probabilities stay in [0, 1] (no overflow for any n), and the work is
+    :math:`n\,k\,2^k` per set of size k.
+
+    Examples
+    --------
+    >>> covering_weights(np.array([[0, 1]]), [np.array([0.5, 0.5])] * 2, False).tolist()
+    [0.5]
+    """
+    K, k = mem.shape
+    dt = object if exact else np.float64
+    state = np.zeros((K, 2**k), dtype=dt)
+    state[:, 0] = Fraction(1) if exact else 1.0
+    for q in draws:
+        new = np.zeros_like(state)
+        for c in range(k):
+            qc = q[mem[:, c]]
+            bit = 1 << c
+            for b in range(2**k):
+                new[:, b | bit] = new[:, b | bit] + state[:, b] * qc
+        state = new
+    return state[:, -1]
+
+
+def product_tuples(
+    sup: np.ndarray, cols: list[np.ndarray], *, distinct: bool, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The tuples over ``sup`` (pairwise distinct ones if ``distinct``) and their weights
+    :math:`\prod_j \mathrm{cols}_j(\bar i_j)` (positive ones only), after the size guard."""
+    from .. import _validate as V_
+
+    n = len(cols)
+    V_.check_size(len(sup) ** n, MAX_TUPLES, what, TUPLE_HINT)
+    t = grid(sup, n)
+    if distinct:
+        t = t[distinct_rows(t)]
+    w = np.ones(len(t))
+    for j, c in enumerate(cols):
+        w *= c[t[:, j]]
+    keep = w > 0
+    return t[keep], w[keep]

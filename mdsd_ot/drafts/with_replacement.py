@@ -7,18 +7,14 @@ import math
 
 import numpy as np
 
-from .. import _validate as V_
 from ._base import _EPS, QLaw, as_rng, one, zero
 from ._sets import (
-    MAX_SET_WORK,
-    MAX_SETS,
-    MAX_TUPLES,
-    TUPLE_HINT,
     SetWeights,
     combinations,
     compositions,
     count_sets,
-    grid,
+    covering_weights,
+    product_tuples,
 )
 from .sampling import inverse_cdf_table
 
@@ -70,54 +66,63 @@ class WithReplacement(QLaw):
     def set_count_bound(self):
         return count_sets(int(np.count_nonzero(self.q)), self._sizes())
 
+    def _route(self, k: int, exact: bool) -> str:
+        """Compositions (C(n−1, k−1) terms) or the covering DP (n·k·2^k), whichever is cheaper;
+        in floats compositions only while n! fits a float (n ≤ 170)."""
+        comps = math.comb(self.n - 1, k - 1) * k
+        dp = self.n * k * 2**k
+        if comps <= dp and (exact or self.n <= 170):
+            return "compositions"
+        return "dp"
+
     def set_weight_work(self) -> int:
-        """Terms summed by :meth:`set_weight_table`: C(m, k) sets × C(n−1, k−1) compositions × k."""
+        """Terms summed by :meth:`set_weight_table`: per set of size k, the cheaper of
+        C(n−1, k−1) compositions × k and the covering DP's n·k·2^k."""
         m = int(np.count_nonzero(self.q))
-        return sum(math.comb(m, k) * math.comb(self.n - 1, k - 1) * k for k in self._sizes())
+        return sum(
+            math.comb(m, k) * min(math.comb(self.n - 1, k - 1) * k, self.n * k * 2**k)
+            for k in self._sizes()
+        )
 
     def set_weight_table(self, exact=None):
-        r"""Closed form: :math:`w_S = \sum_{m} \binom{n}{m_1, \dots, m_k} \prod_j q(s_j)^{m_j}`.
+        r"""Closed form :math:`w_S = \sum_{m} \binom{n}{m_1, \dots, m_k} \prod_j q(s_j)^{m_j}`.
 
         The sum runs over the compositions m of n into k = |S| positive parts (all terms
-        positive: no cancellation in floats).
+        positive: no cancellation in floats); where that has more terms than the covering
+        dynamic program (:func:`~mdsd_ot.drafts._sets.covering_weights`, n·k·2^k per set), or n!
+        would overflow a float, the DP is used.
         """
         ex = self.rational if exact is None else exact
-        sup = self.support()
-        what = f"the token sets of {self!r}"
-        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='fast'")
-        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='fast'")
+        self._guard_set_table()
+        sup, n = self.support(), self.n
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
-        n = self.n
-        mems, ws, err = [], [], 0.0
+        blocks, err = [], 0.0
         for k in self._sizes():
             mem = sup[combinations(len(sup), k)]
-            cols = [q[mem[:, j]] for j in range(k)]
-            w = np.zeros(len(mem), dtype=q.dtype)
-            terms = 0
-            for comp in compositions(n, k):
-                coef = math.factorial(n) // math.prod(math.factorial(c) for c in comp)
-                term = np.full(len(mem), one(ex) * coef, dtype=q.dtype)
-                for j, c in enumerate(comp):
-                    term = term * cols[j] ** c
-                w = w + term
-                terms += 1
-            mems.append(np.pad(mem, ((0, 0), (0, n - k)), constant_values=-1))
-            ws.append(w)
-            err += (2 * n + terms) * _EPS
-        members = np.concatenate(mems) if mems else np.zeros((0, n), np.int64)
-        if ex:
-            return SetWeights.build(members, [x for w in ws for x in w], True, self.V)
+            if self._route(k, ex) == "dp":
+                w = covering_weights(mem, [q] * n, ex)
+                err += n * (2 * k + 1) * _EPS
+            else:
+                cols = [q[mem[:, j]] for j in range(k)]
+                w = np.zeros(len(mem), dtype=q.dtype)
+                terms = 0
+                for comp in compositions(n, k):
+                    coef = math.factorial(n) // math.prod(math.factorial(c) for c in comp)
+                    term = np.full(len(mem), one(ex) * coef, dtype=q.dtype)
+                    for j, c in enumerate(comp):
+                        term = term * cols[j] ** c
+                    w = w + term
+                    terms += 1
+                err += (2 * n + terms) * _EPS
+            blocks.append((mem, w))
         err += (n + 1) * (self.V + 1) * _EPS  # floats vs the exact rationals they denote
-        return SetWeights.build(members, np.concatenate(ws), False, self.V, err)
+        return SetWeights.from_blocks(blocks, n, ex, self.V, err)
 
     def tuple_weights(self, *, with_error=False):
         r"""Vectorised :math:`\prod_j q(\bar i_j)` over the support tuples."""
-        n, sup = self.n, self.support()
-        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
-        t = grid(sup, n)
-        w = np.ones(len(t))
-        for j in range(n):
-            w *= self.q[t[:, j]]
-        keep = w > 0
+        n = self.n
+        t, w = product_tuples(
+            self.support(), [self.q] * n, distinct=False, what=f"the draft tuples of {self!r}"
+        )
         err = (n + 1) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])
+        return (t, w, err) if with_error else (t, w)

@@ -160,11 +160,10 @@ def check_tuples(
 def set_weight_work(draft: DraftLaw) -> int:
     """Terms summed to build the set weights ``law.set_weight_table()``.
 
-    Laws with closed-form set weights count their own terms (``law.set_weight_work()``); the
-    others aggregate the joint law (``DraftLaw.set_weight_table``): n per draft tuple.
+    Every law counts its own terms (``law.set_weight_work()``: closed forms, or n per draft
+    tuple where the law aggregates its joint law).
     """
-    own = getattr(draft, "set_weight_work", None)  # not every law defines it yet
-    return int(own()) if own is not None else int(draft.support_size_bound()) * draft.n
+    return int(draft.set_weight_work())
 
 
 def check_sets(draft: DraftLaw, *, max_sets: int, max_work: int, what: str, hint: str) -> int:
@@ -208,8 +207,11 @@ def check_power(base: int, exp: int, limit: int, what: str, hint: str, unit: str
     return size
 
 
-def check_subsets(V: int, limit: int, what: str, hint: str) -> int:
-    """Refuse unless 2^V subsets × V tokens ≤ ``limit`` (without computing 2^V); return it.
+def check_subsets(V: int, limit: int, what: str, hint: str, per_subset: int | None = None) -> int:
+    """Refuse unless 2^V subsets × ``per_subset`` steps ≤ ``limit`` (without computing 2^V).
+
+    ``per_subset`` is the cost of one Q(H) (``law.q_eval_work()``); V when not given.  Returns
+    the work.
 
     Examples
     --------
@@ -218,12 +220,23 @@ def check_subsets(V: int, limit: int, what: str, hint: str) -> int:
     ...
     ValueError: instance too large for brute force: needs 2^1,000,000 subsets x 1,000,000
     tokens (limit 1,048,576); use z
+    >>> check_subsets(14, 2**22, "brute force", "use z", per_subset=41_188)
+    Traceback (most recent call last):
+    ...
+    ValueError: instance too large for brute force: needs 674,824,192 subset steps (2^14 subsets
+    x 41,188 steps per Q(H)) (limit 4,194,304); use z
     """
     if V > limit.bit_length():
         raise ValueError(
             f"instance too large for {what}: needs 2^{V:,} subsets x {V:,} tokens (limit "
             f"{limit:,}); {hint}"
         )
-    work = 2**V * V
-    refuse_above(work, limit, what, hint, f"subset-token steps (2^{V} subsets x {V} tokens)")
+    per = V if per_subset is None else int(per_subset)
+    work = 2**V * per
+    unit = (
+        f"subset-token steps (2^{V} subsets x {V} tokens)"
+        if per_subset is None
+        else f"subset steps (2^{V} subsets x {per:,} steps per Q(H))"
+    )
+    refuse_above(work, limit, what, hint, unit)
     return work

@@ -4,9 +4,9 @@ r"""Subset selection (8) by brute force: α* = min_{H⊆Σ} [P(H) + 1 − Q(H)].
 ``subset-exact`` does the same in exact rationals.  The minimiser with the fewest tokens, then the
 smallest index mask, is returned, so H is deterministic.
 
-Both refuse, before converting p or evaluating any Q(H), an instance above
-:data:`MAX_SUBSET_WORK` = 2^16 subsets × 16 tokens (V ≤ :data:`MAX_V`); the check never
-computes 2^V itself, so V = 10⁶ is refused at once.
+Both refuse, before converting p or evaluating any Q(H), an instance with V > :data:`MAX_V`
+or more than :data:`MAX_SUBSET_WORK` steps (2^V subsets × the law's cost of one Q(H),
+``law.q_eval_work()``); the check never computes 2^V itself, so V = 10⁶ is refused at once.
 """
 
 from __future__ import annotations
@@ -24,24 +24,34 @@ __all__ = ["subset_selection", "subset_objective", "check_size", "MAX_V", "MAX_S
 
 #: Largest vocabulary the brute force accepts.
 MAX_V: int = 16
-#: Largest work of the brute force: 2^V subsets × V tokens (V = MAX_V).
-MAX_SUBSET_WORK: int = 2**MAX_V * MAX_V
+#: Largest work of the brute force: 2^V subsets × the steps of one Q(H) (``law.q_eval_work()``);
+#: 2^22 admits V = 16 for the product-form laws with n <= 4.
+MAX_SUBSET_WORK: int = 2**22
 
 
 def check_size(draft: DraftLaw) -> int:
-    """Refuse more than :data:`MAX_SUBSET_WORK` subset-token steps (2^V × V), before any work.
+    """Refuse V > :data:`MAX_V`, or more than :data:`MAX_SUBSET_WORK` steps (2^V × the cost of
+    one Q(H)), before any work.
 
     Examples
     --------
-    >>> from mdsd_ot.drafts import WithReplacement
-    >>> check_size(WithReplacement([0.5, 0.5], 3))  # 2^2 subsets x 2 tokens
-    8
+    >>> from mdsd_ot.drafts import WithReplacement, WithoutReplacement
+    >>> check_size(WithReplacement([0.5, 0.5], 3))  # 2^2 subsets x (n V = 6) steps
+    24
+    >>> check_size(WithoutReplacement([1 / 14] * 14, 5))
+    Traceback (most recent call last):
+    ...
+    ValueError: instance too large for brute-force subset selection: needs 674,824,192 subset
+    steps (2^14 subsets x 41,188 steps per Q(H)) (limit 4,194,304); it enumerates 2^V subsets
+    (V <= 16); use method='fast' (the fast solver) or method='reduced' (the set-reduced flow:
+    token sets instead of tuples)
     """
+    what = "brute-force subset selection"
+    hint = f"it enumerates 2^V subsets (V <= {MAX_V}); " + _limits.instead(draft, "fast", "reduced")
+    if draft.V > MAX_V:
+        _limits.check_subsets(draft.V, 2**MAX_V * MAX_V, what, hint)
     return _limits.check_subsets(
-        draft.V,
-        MAX_SUBSET_WORK,
-        "brute-force subset selection",
-        f"it enumerates 2^V subsets (V <= {MAX_V}); " + _limits.instead(draft, "fast", "reduced"),
+        draft.V, MAX_SUBSET_WORK, what, hint, per_subset=draft.q_eval_work()
     )
 
 
