@@ -130,12 +130,8 @@ def finishes(code: str, seconds: float) -> subprocess.CompletedProcess | None:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="exact: subset-exact raises q(H) to the n-th power in Fractions; n = 10^20 runs "
-    "forever (its size guard does not count the digits)",
-)
 def test_class1_subset_exact_huge_n_answers_or_refuses_fast():
+    # q(H)^n in Fractions at n = 10^20 ran forever: the guard now counts n per Q(H)
     out = finishes(
         "import mdsd_ot; from mdsd_ot.drafts import WithReplacement\n"
         "try:\n"
@@ -596,11 +592,16 @@ def test_grammar_aliases_all_work(files, args):
     assert res.exit_code == 0, res.output
 
 
-def test_grammar_json_everywhere():
-    for command in ("solve", "crosscheck", "alpha", "gap", "report", "collect", "claims", "hunt"):
+#: Commands that do not speak the whole grammar yet (``lossless`` landed after it; the lead
+#: applies the grammar to it).
+GRAMMAR_PENDING = {"lossless"}
+
+
+def test_grammar_json_and_out_everywhere():
+    for command in (c.name for c in app.registered_commands):
         res, _ = cli(command, "--help")
         assert res.exit_code == 0 and "--json" in res.stdout, command
-        assert "--out" in res.stdout, command
+        assert "--out" in res.stdout or command in GRAMMAR_PENDING, command
 
 
 def test_grammar_scheme_help_from_the_registry():
