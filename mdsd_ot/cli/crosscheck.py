@@ -85,7 +85,7 @@ def _is_matrix(x: Any) -> bool:
 
 
 def _cli_names(exc: ValueError) -> ValueError:
-    """Name the command-line options in a law's message (``q:`` → ``--q:``, ``n:`` → ``-n:``)."""
+    """Name the command-line options in a law's message (``q:`` becomes ``--q:``, ...)."""
     msg = str(exc)
     for arg, opt in (("qs", "--q"), ("q", "--q"), ("n", "-n"), ("table", "--table")):
         if msg.startswith(f"{arg}:") or msg.startswith(f"{arg}["):
@@ -314,8 +314,8 @@ def register(app: typer.Typer) -> None:
             T = check_int(5 if trials is None else trials, "--trials", 1, MAX_TRIALS)
             if scheme is not None and check_scheme(scheme) not in RANDOM_SCHEMES:
                 raise ValueError(
-                    f"--scheme: no random instances for {scheme!r} (give one with --p and --table); choose one of "
-                    f"{', '.join(RANDOM_SCHEMES)}"
+                    f"--scheme: no random instances for {scheme!r} (give one with --p and "
+                    f"--table); choose one of {', '.join(RANDOM_SCHEMES)}"
                 )
             k = DEFAULT_DRAFTS if n is None else n
             if T * V * (k + 1) > MAX_ENTRIES:
