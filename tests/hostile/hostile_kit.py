@@ -205,11 +205,25 @@ def _tiny(x: Any, below: float = 1e-250) -> bool:
     return bool(np.any((a > 0) & (a < below)))
 
 
+def _huge(n: Any, at: int) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n >= at
+
+
+def _underflow_mass(n: Any) -> float:
+    """Masses below this make a product of n masses (or its inverse) leave float64's range."""
+    k = n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 64 else 1
+    return 10.0 ** (-250.0 / k)
+
+
 def known_failure(api: str, p: Any, q: Any, n: Any, scheme: str) -> str | None:
     """The reason when an input falls in a known failure class (filtered from the property;
-    each has an ``xfail(strict=True)`` example in :data:`KNOWN_FAILURES`)."""
-    if scheme == "product" and isinstance(n, int) and not isinstance(n, bool) and n >= 2**62:
+    each has an ``xfail(strict=True)`` example in ``test_hostile_known.py``)."""
+    if scheme == "product" and _huge(n, 2**62):
         return "product-huge-n"
+    if api == "construct" and _huge(n, 2**62):
+        return "drafts-huge-n"
+    if api == "construct" and scheme == "conditional-poisson" and _tiny(q, _underflow_mass(n)):
+        return "cp-e_n-underflow"
     if api == "torch":
         if any(isinstance(x, np.ndarray) and x.dtype == object for x in (p, q)):
             return "torch-object-array"
@@ -217,11 +231,12 @@ def known_failure(api: str, p: Any, q: Any, n: Any, scheme: str) -> str | None:
             return "torch-requires-grad"
         if any(t.device.type == "meta" for t in _tensors(p, q)):
             return "torch-meta"
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 2**63:
+        if _huge(n, 2**63):
             return "torch-huge-n"
-    if api != "construct" and scheme == "without" and (_tiny(p) or _tiny(q)):
+    tiny = _underflow_mass(n)
+    if api != "construct" and scheme == "without" and (_tiny(p, tiny) or _tiny(q, tiny)):
         return "without-tiny-mass-warning"
-    if api != "construct" and scheme == "conditional-poisson" and _tiny(q, 1e-100):
+    if api != "construct" and scheme == "conditional-poisson" and _tiny(q, tiny):
         return "cp-tiny-mass-warning"
     if api != "construct" and scheme in ("with", "without", "conditional-poisson"):
         if _ratio_overflows(p, q):

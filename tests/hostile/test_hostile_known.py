@@ -15,6 +15,7 @@ from mdsd_ot import drafts
 
 torch = pytest.importorskip("torch")
 
+from cli_kit import finishes  # noqa: E402
 from hostile_kit import known_failure, run_strict  # noqa: E402
 
 
@@ -65,6 +66,26 @@ def _torch_list():
     return a
 
 
+def _cp_underflow():
+    return drafts.ConditionalPoisson([5e-324, 1e-16, 1.0], 3).Q([0, 1, 2])
+
+
+def _drafts_huge_n():
+    code = (
+        "from mdsd_ot.drafts import WithReplacement\n"
+        "law = WithReplacement(['1/2', '1/2'], 10**20)\n"
+        "for call in (law.joint_items, lambda: law.Q([0])):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ValueError:\n"
+        "        pass\n"
+    )
+    out = finishes(code, 10.0)
+    if out is None:
+        raise TimeoutError("still running after 10 s")
+    return ValueError("refused") if out.returncode == 0 else RuntimeError(out.stderr[-300:])
+
+
 #: (filter name, the call, the right answer or None for "a ValueError", owner: reason).
 KNOWN_FAILURES = [
     ("product-huge-n", _product_huge_n, None,
@@ -86,6 +107,12 @@ KNOWN_FAILURES = [
      "divide' when p(i)/q(i) overflows (q(i) subnormal, e.g. 5e-324; the answer is right)"),
     ("torch-list-float32", _torch_list, 0.94,
      "torch: lists are solved in float32 (class 3)"),
+    ("cp-e_n-underflow", _cp_underflow, 1.0,
+     "drafts: ConditionalPoisson's Q(H) divides by e_n(q), which underflows to 0 "
+     "(ZeroDivisionError) on masses like 5e-324 (Q(Σ) = 1)"),
+    ("drafts-huge-n", _drafts_huge_n, None,
+     "drafts: with n = 10^20, joint_items() computes V**n before its size guard and exact Q(H) "
+     "raises q(H) to the n-th power: both run for ever instead of refusing"),
     ("torch-huge-n", _torch_huge_n, 1.0,
      "torch: n >= 2^63 raises OverflowError ('int too big to convert'); the numpy solver "
      "answers (with) or refuses (distinct-draft laws) with a ValueError"),
@@ -123,4 +150,7 @@ def test_known_failure_filters_match_their_examples():
     assert known_failure("torch", t, t, 10**20, "with") in names
     assert known_failure("fast", [0.5, 0.5], [1.0, 5e-324], 2, "with") in names
     assert known_failure("torch", [0.5, 0.5], t, 2, "with") in names
+    assert known_failure("construct", None, [0.5, 0.5], 10**20, "with") in names
+    assert known_failure("construct", None, [5e-324, 1e-16, 1.0], 3, "conditional-poisson") in names
+    assert known_failure("law", [1.0, 0, 0], [1.0, 1e-98, 1e-98], 3, "without") in names
     assert known_failure("fast", [0.5, 0.5], [0.2, 0.8], 2, "with") is None
