@@ -45,7 +45,9 @@ def dirichlet(rng: np.random.Generator, V: int, conc: float) -> np.ndarray:
     x = rng.dirichlet(np.full(V, conc))
     r = rng.random()
     if r < 0.15 and V > 2:
-        x[rng.integers(V)] = 0.0
+        k = rng.integers(V)
+        if x.sum() - x[k] > 0:  # never zero the only token with mass (small concentrations)
+            x[k] = 0.0
     elif r < 0.25 and V > 2:
         i, j = rng.choice(V, 2, replace=False)
         x[j] = x[i]

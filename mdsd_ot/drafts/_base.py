@@ -204,12 +204,14 @@ class DraftLaw:
         )
         self._refuse_above_bits(self.support_size_bits(), JOINT_MAX_ENTRIES, what, hint)
         V_.check_size(self.support_size_bound(), JOINT_MAX_ENTRIES, what, hint)
+        # one tuple of n positions is itself too large when n is (V = 1 has a single tuple)
+        V_.check_size(self.n, JOINT_MAX_ENTRIES, f"one draft tuple of {self!r}", hint)
         return {t: w for t, w in self._items(exact) if w != 0}
 
     def support_size_bits(self) -> float:
         """log2 of :meth:`support_size_bound`, computed without forming the count (a cheap guard
         for huge n: V**n with n = 10**20 is never evaluated)."""
-        return self.n * math.log2(max(self.V, 2))
+        return self.n * math.log2(self.V)
 
     @staticmethod
     def _refuse_above_bits(bits: float, limit: int, what: str, hint: str) -> None:
