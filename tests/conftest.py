@@ -54,3 +54,72 @@ def dirichlet(rng: np.random.Generator, V: int, conc: float) -> np.ndarray:
 @pytest.fixture(scope="session")
 def bank() -> list[dict]:
     return load_bank()
+
+
+# --- one backend fixture for numpy and torch (POT's ``nx`` model) ------------------------------
+
+
+class Backend:
+    """An array backend of the fast solver's tests: numpy, or torch on the CPU in one dtype.
+
+    ``asarray`` turns float64 numpy test data into the backend's arrays, ``to_numpy`` brings
+    results back; ``float32`` says the backend computes in float32, where a test's tolerance is
+    at least ``mdsd_ot.torch.FLOAT32_BOUND`` (see :meth:`tol`).
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.float32 = name == "torch-float32"
+        self.torch = None
+        if name.startswith("torch"):
+            self.torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def asarray(self, x):
+        """A fresh array (a copy) of the float64 data ``x`` in this backend."""
+        if self.torch is None:
+            return np.array(x, dtype=np.float64)
+        dtype = self.torch.float32 if self.float32 else self.torch.float64
+        return self.torch.tensor(np.asarray(x, dtype=np.float64), dtype=dtype)
+
+    def to_numpy(self, x):
+        """A numpy array (float64, or bool) of a result of this backend."""
+        if self.torch is not None and isinstance(x, self.torch.Tensor):
+            return x.detach().cpu().double().numpy() if x.dtype != self.torch.bool else x.numpy()
+        return np.asarray(x)
+
+    def tol(self, exact: float) -> float:
+        """The tolerance of a float64 check on this backend (float32: FLOAT32_BOUND at least)."""
+        if self.float32:
+            from mdsd_ot.torch import FLOAT32_BOUND
+
+            return max(exact, FLOAT32_BOUND)
+        return exact
+
+
+BACKENDS = ("numpy", "torch-float64", "torch-float32")
+
+
+def _backend(name: str):
+    backend = Backend(name)
+    if backend.torch is None:
+        yield backend
+        return
+    old = backend.torch.get_num_threads()
+    backend.torch.set_num_threads(1)  # a shared 2-core runner: no oversubscription
+    yield backend
+    backend.torch.set_num_threads(old)
+
+
+@pytest.fixture(params=BACKENDS)
+def nx(request) -> Backend:
+    """numpy, torch float64 and torch float32 (CPU): the shared solver tests run on each."""
+    yield from _backend(request.param)
+
+
+@pytest.fixture(params=BACKENDS[:2])
+def nx64(request) -> Backend:
+    """The float64 backends only (numpy, torch float64): checks exact to 1e-10 or better."""
+    yield from _backend(request.param)

@@ -11,9 +11,14 @@ torch arrays flow through the same functions.  Everything else (arithmetic, ``cu
   ``take_along_axis`` for torch adds a pass to wrap negative indices we never produce);
 - :func:`cumsum` — a cumulative sum along the last axis, in place;
 - :func:`clip` — ``np.clip`` / ``torch.clamp`` (the compat ``clip`` uses boolean-mask
-  assignment, which synchronises a GPU).
+  assignment, which synchronises a GPU);
+- :func:`topk`, :func:`sort_int`, :func:`mark`, :func:`take_seg` — the heavy-token plumbing of the
+  certified series (:mod:`mdsd_ot.fast.series`);
+- :func:`zeros`, :func:`exclusive`, :func:`const` — allocation on the input's device, a leading
+  zero column, and constant tables copied to the device once (cached).
 
-None of these synchronise a GPU with the host.
+None of these synchronise a GPU with the host.  The double-double arithmetic and the blocked
+cumulative sums whose rounding depth the certified bounds count are in :mod:`mdsd_ot.fast._dd`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from array_api_compat import array_namespace, is_numpy_array, is_torch_array
+from array_api_compat import array_namespace, device, is_numpy_array, is_torch_array
 
 __all__ = [
     "namespace",
@@ -33,6 +38,15 @@ __all__ = [
     "clip",
     "is_torch",
     "arange_like",
+    "zeros",
+    "exclusive",
+    "is_array",
+    "kind",
+    "const",
+    "topk",
+    "sort_int",
+    "mark",
+    "take_seg",
 ]
 
 
@@ -153,3 +167,94 @@ def arange_like(x: Any, n: int) -> Any:
     if is_torch_array(x):
         return xp.arange(n, dtype=xp.int64, device=x.device)
     return xp.arange(n, dtype=xp.int64)
+
+
+def zeros(xp: Any, shape: tuple[int, ...], like: Any) -> Any:
+    """Zeros of ``shape`` in the dtype and on the device of ``like``."""
+    return xp.zeros(shape, dtype=like.dtype, device=device(like))
+
+
+def exclusive(y: Any, xp: Any) -> Any:
+    """Prepend a zero column: prefix k holds the sum of the first k terms."""
+    return xp.concat([zeros(xp, tuple(y.shape[:-1]) + (1,), y), y], axis=-1)
+
+
+def is_array(x: Any) -> bool:
+    """True for a numpy array or a torch tensor."""
+    return is_numpy_array(x) or is_torch_array(x)
+
+
+def kind(x: Any) -> str:
+    """'numpy', 'cpu' (torch on the CPU) or 'gpu' (torch elsewhere): sets the chunk sizes."""
+    if is_numpy_array(x):
+        return "numpy"
+    return "cpu" if x.device.type == "cpu" else "gpu"
+
+
+_CONSTS: dict[tuple, Any] = {}
+
+
+def const(like: Any, key: tuple, build: Any) -> Any:
+    """A constant array (from ``build()``, numpy) on the device of ``like``, cached.
+
+    Copied to the device once, without blocking the host; later calls reuse it (a blocking
+    host-to-device copy would be a synchronisation on a GPU).
+    """
+    if is_numpy_array(like):
+        return build()
+    full = (key, str(like.device))
+    out = _CONSTS.get(full)
+    if out is None:
+        import torch
+
+        out = torch.from_numpy(np.array(build())).to(like.device, non_blocking=True)
+        _CONSTS[full] = out
+    return out
+
+
+def topk(q: Any, k: int) -> tuple[Any, Any]:
+    """Values (descending) and indices of the k largest entries of each row of a (B, V) array.
+
+    Ties are broken towards the smaller index for numpy; torch breaks them its own way (any
+    choice of the heavy set among equal masses gives the same Q, up to rounding).
+    """
+    if is_torch_array(q):
+        import torch
+
+        vals, idx = torch.topk(q, k, dim=-1, largest=True, sorted=True)
+        return vals, idx
+    V = q.shape[-1]
+    idx = (
+        np.argpartition(-q, k - 1, axis=-1)[:, :k] if k < V else np.tile(np.arange(V), (len(q), 1))
+    )
+    vals = np.take_along_axis(q, idx, axis=-1)
+    order = np.lexsort((idx, -vals), axis=-1)
+    return np.take_along_axis(vals, order, -1), np.take_along_axis(idx, order, -1)
+
+
+def sort_int(x: Any) -> Any:
+    """Rows of an integer array sorted ascending."""
+    if is_torch_array(x):
+        import torch
+
+        return torch.sort(x, dim=-1).values
+    return np.sort(x, axis=-1)
+
+
+def mark(idx: Any, like: Any) -> Any:
+    """A (B, V) boolean mask, True at ``idx`` (B, m) in each row (shape of ``like``)."""
+    if is_torch_array(like):
+        import torch
+
+        out = torch.zeros(like.shape, dtype=torch.bool, device=like.device)
+        return out.scatter_(-1, idx, True)
+    out = np.zeros(like.shape, dtype=bool)
+    np.put_along_axis(out, idx, True, axis=-1)
+    return out
+
+
+def take_seg(A: Any, sg: Any) -> Any:
+    """``out[b, r, c] = A[b, r, sg[b, c]]``: (B, R, m+1) values per heavy segment -> (B, R, C)."""
+    if is_torch_array(A):
+        return A.gather(-1, sg[:, None, :].expand(A.shape[0], A.shape[1], sg.shape[-1]))
+    return np.take_along_axis(A, sg[:, None, :], axis=-1)

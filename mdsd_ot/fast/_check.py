@@ -18,28 +18,51 @@ import numpy as np
 from .. import _validate as V_
 from . import _backend as bk
 
+#: Kernel of each scheme the fast solver accepts, until :mod:`mdsd_ot.drafts` carries it as the
+#: law classes' ``kernel`` attribute (then :func:`kernel_for` reads it there): the one place that
+#: maps scheme names to solver routes.
+_ROUTES: dict[str, tuple[str, int | None]] = {
+    "with": ("with", None),
+    "without": ("without", None),
+    "conditional-poisson": ("conditional-poisson", None),
+    "greedy": ("greedy", None),
+    "spechub": ("greedy", 2),  # the same Q as greedy with n = 2 (docs/reference.md, SpecHub)
+    "single": ("single", 1),
+}
+
 #: The ``scheme`` strings the fast solvers accept.
-SCHEMES = ("with", "without", "conditional-poisson", "greedy", "spechub", "single")
+SCHEMES: tuple[str, ...] = tuple(_ROUTES)
 
-#: Schemes that draw n distinct tokens, so q needs at least n positive entries.
-_DISTINCT = {"without", "conditional-poisson", "greedy", "spechub"}
+#: Kernels whose laws draw n distinct tokens, so q needs at least n positive entries.
+DISTINCT: frozenset[str] = frozenset({"without", "conditional-poisson", "greedy"})
 
 
-def check_scheme_n(scheme: Any, n: Any) -> tuple[str, int]:
-    """Validate ``scheme`` and ``n``; "spechub" becomes greedy with n = 2."""
-    if scheme not in SCHEMES:
+def kernel_for(scheme: Any, n: int) -> str:
+    """The solver route (kernel name) of ``scheme`` with ``n`` drafts; ValueError otherwise.
+
+    One draft is always the closed form ``"single"`` (T4).
+
+    Examples
+    --------
+    >>> kernel_for("spechub", 2), kernel_for("with", 1), kernel_for("without", 3)
+    ('greedy', 'single', 'without')
+    """
+    if scheme not in _ROUTES:
         raise ValueError(
             f"scheme: unknown scheme {scheme!r} for the fast solver; choose one of "
             f"{', '.join(SCHEMES)} (product and explicit laws: mdsd_ot.solve(..., method='reduced'))"
         )
+    kernel, fixed_n = _ROUTES[scheme]
+    if fixed_n is not None and n != fixed_n:
+        what = "one draft" if fixed_n == 1 else f"defined for n = {fixed_n} drafts only"
+        raise ValueError(f"n: scheme {scheme!r} is {what}, give n={fixed_n} (got n={n})")
+    return "single" if n == 1 else kernel
+
+
+def check_scheme_n(scheme: Any, n: Any) -> tuple[str, int]:
+    """Validate ``scheme`` and ``n``; return the kernel name and n (int)."""
     n = V_.check_n(n)
-    if scheme == "single" and n != 1:
-        raise ValueError(f"n: scheme 'single' is one draft, give n=1 (got n={n})")
-    if scheme == "spechub":
-        if n != 2:
-            raise ValueError(f"n: SpecHub is defined for n = 2 drafts only, got n={n}")
-        scheme = "greedy"
-    return scheme, n
+    return kernel_for(scheme, n), n
 
 
 def _check_shapes(p_shape: tuple, q_shape: tuple) -> None:
@@ -52,26 +75,26 @@ def _check_shapes(p_shape: tuple, q_shape: tuple) -> None:
         )
 
 
-def _support_error(qrow: np.ndarray, n: int, scheme: str, name: str) -> None:
-    V_.check_support(qrow, n, scheme, name)
+def _support_error(qrow: np.ndarray, n: int, kernel: str, name: str) -> None:
+    V_.check_support(qrow, n, kernel, name)
 
 
-def check_numpy(p: Any, q: Any, n: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+def check_numpy(p: Any, q: Any, n: int, kernel: str) -> tuple[np.ndarray, np.ndarray]:
     """Validate numpy-like inputs; return float64 (B, V) rows summing to 1."""
     pa, qa = np.asarray(p), np.asarray(q)
     _check_shapes(pa.shape, qa.shape)
     P = V_.prob_batch(pa, "p")
     Q = V_.prob_batch(qa, "q")
     P, Q = np.atleast_2d(P), np.atleast_2d(Q)
-    if scheme in _DISTINCT and n > 1:
+    if kernel in DISTINCT and n > 1:
         support = np.count_nonzero(Q > 0, axis=-1)
         if np.any(support < n):
             row = int(np.flatnonzero(support < n)[0])
-            _support_error(Q[row], n, scheme, f"q[{row}]" if qa.ndim == 2 else "q")
+            _support_error(Q[row], n, kernel, f"q[{row}]" if qa.ndim == 2 else "q")
     return P, Q
 
 
-def check_array(p: Any, q: Any, n: int, scheme: str) -> tuple[Any, Any]:
+def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any]:
     """Validate arrays of any array-API library on their device; return clipped, renormalised rows.
 
     One host synchronisation (reading the "all good" flag).  The sum tolerance follows the dtype
@@ -91,11 +114,11 @@ def check_array(p: Any, q: Any, n: int, scheme: str) -> tuple[Any, Any]:
     tol = V_.SUM_TOL if p.dtype == xp.float64 else V_.SUM_TOL_F32
     P, Q = (x if x.ndim == 2 else x[None, :] for x in (p, q))
     flags = [_row_ok(P, tol), _row_ok(Q, tol)]
-    if scheme in _DISTINCT and n > 1:
+    if kernel in DISTINCT and n > 1:
         flags.append(xp.sum(xp.astype(Q > 0, xp.int64), axis=-1) >= n)
     ok = flags[0] & flags[1] if len(flags) == 2 else flags[0] & flags[1] & flags[2]
     if not bool(xp.all(ok)):  # the one host synchronisation
-        _raise_first_bad(P, Q, n, scheme, batched=p.ndim == 2)
+        _raise_first_bad(P, Q, n, kernel, batched=p.ndim == 2)
     return _renormalise(P), _renormalise(Q)
 
 
@@ -119,7 +142,7 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)  # pragma: no cover - other array libraries
 
 
-def _raise_first_bad(P: Any, Q: Any, n: int, scheme: str, batched: bool) -> None:
+def _raise_first_bad(P: Any, Q: Any, n: int, kernel: str, batched: bool) -> None:
     """Re-run the shared validator on the host, which raises with the row named."""
     tol = V_.SUM_TOL if P.dtype == bk.namespace(P).float64 else V_.SUM_TOL_F32
     Pn, Qn = _to_numpy(P), _to_numpy(Q)
@@ -131,4 +154,4 @@ def _raise_first_bad(P: Any, Q: Any, n: int, scheme: str, batched: bool) -> None
         Qn = V_.prob_vector(Qn[0], "q", tol=tol)[None, :]
     support = np.count_nonzero(Qn > 0, axis=-1)
     row = int(np.flatnonzero(support < n)[0])
-    _support_error(Qn[row], n, scheme, f"q[{row}]" if batched else "q")
+    _support_error(Qn[row], n, kernel, f"q[{row}]" if batched else "q")

@@ -1,4 +1,4 @@
-"""Q on every prefix for sequential sampling without replacement (mdsd_ot.fast.without).
+"""Q on every prefix for sequential sampling without replacement (mdsd_ot.fast.without, .series).
 
 The certified bound of :func:`prefix_Q_without` must hold against exact values (enumeration of
 the draft law in Fractions, the exact O(V^(n-1)) recursion), including when the Taylor series
@@ -12,15 +12,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from oracles import exact_prefix_Q_without
 
 from mdsd_ot.drafts import WithoutReplacement
-from mdsd_ot.fast import without as W
-from mdsd_ot.fast.without import (
-    N_MAX,
-    exact_prefix_Q_without,
-    prefix_Q_without,
-    prefix_Q_without_n2,
-)
+from mdsd_ot.fast import series as W
+from mdsd_ot.fast.without import N_MAX, prefix_Q_without, prefix_Q_without_n2
 from mdsd_ot.synthetic import synthetic_batch, synthetic_pair
 
 
@@ -174,7 +170,7 @@ def test_truncation_bound_covers_forced_small_K(n):
         ref = np.array([float(v) for v in ref])
         for m in (n - 1, n + 1):
             for K in (n - 1, n + 1, n + 3):
-                Q, err = W._series(q[None, :], n, np, plan=(min(m, V), K))
+                Q, err = W.series(q[None, :], n, np, plan=(min(m, V), K))
                 Q, err = Q[0], float(err[0])
                 actual = float(np.abs(Q - ref).max())
                 assert actual <= err + 1e-15, (trial, m, K, actual, err)
