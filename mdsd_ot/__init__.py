@@ -22,7 +22,7 @@ from .drafts import (
     WithoutReplacement,
     WithReplacement,
 )
-from .exact import METHODS
+from .methods import METHODS
 from .result import Result
 
 __version__ = "0.1.0"

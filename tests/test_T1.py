@@ -14,10 +14,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conftest import dirichlet
 from mdsd_ot import drafts, solve
 from mdsd_ot.drafts import Vector
 from mdsd_ot.exact import METHODS
+from testkit import dirichlet
 
 SCHEMES = ["with", "without", "conditional-poisson", "product", "greedy", "spechub", "explicit"]
 CONCENTRATIONS = (0.05, 0.5, 5.0)

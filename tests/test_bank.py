@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import mdsd_ot
-from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot.exact import METHODS
+from testkit import bank_alpha, bank_law, load_bank
 
 BANK = load_bank()
 

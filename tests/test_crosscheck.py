@@ -14,7 +14,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot import drafts
 from mdsd_ot.cli import crosscheck as cli_crosscheck
 from mdsd_ot.crosscheck import (
@@ -26,6 +25,7 @@ from mdsd_ot.crosscheck import (
     random_instances,
 )
 from mdsd_ot.exact import METHODS, Method
+from testkit import bank_alpha, bank_law, load_bank
 
 runner = CliRunner()
 

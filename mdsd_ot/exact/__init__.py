@@ -3,6 +3,7 @@
 Importing this package registers every method in :data:`METHODS`.
 """
 
+from ..methods import METHODS, Method, register
 from . import (
     bmatching,  # noqa: F401
     certificate,  # noqa: F401  (certify, optimal_plan)
@@ -13,6 +14,5 @@ from . import (
     reduced,  # noqa: F401  (registers "reduced")
     subset,  # noqa: F401  (registers "subset", "subset-exact")
 )
-from ._common import METHODS, Method, register
 
 __all__ = ["METHODS", "Method", "register"]

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from .. import _validate as V_
 from ..drafts import DraftLaw, Vector
-from ._common import register, timed
+from ..methods import register, timed
 
 __all__ = [
     "DraftGraph",

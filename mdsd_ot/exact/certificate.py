@@ -27,10 +27,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _validate as V_
-from ..drafts import DraftLaw, Vector, _mask
+from ..drafts import DraftLaw, Vector, as_mask
 from .bmatching import complete_plan
-from .maxflow import tuple_flow, tuple_weights
-from .reduced import set_weights
+from .maxflow import tuple_flow
 
 __all__ = ["Certificate", "certify", "optimal_plan", "OptimalPlan", "DEFAULT_TOL", "DENSE_MAX"]
 
@@ -242,7 +241,7 @@ def certify(
         kind = "coupling" if abs(total - 1) <= T else "matching"
 
     pe = pv.exact
-    caps = set_weights(draft, exact=True) if kind == "reduced" else draft.joint_items(exact=True)
+    caps = draft.set_weights(exact=True) if kind == "reduced" else draft.joint_items(exact=True)
     rows = [zero] * V
     cols: dict = {}
     primal = zero
@@ -268,7 +267,7 @@ def certify(
         row_err = max([zero] + [rows[i] - pe[i] for i in range(V)])
         col_err = max([zero] + [c - caps.get(t, zero) for t, c in cols.items()])
 
-    Hm = _mask(H, V)
+    Hm = as_mask(H, V)
     dual = sum((pe[i] for i in np.flatnonzero(Hm)), zero) + 1 - draft.Q(Hm, exact=True)
     gap = dual - primal
     what = {"coupling": "p_draft", "matching": "p_draft", "reduced": "w_S"}[kind]
@@ -372,7 +371,7 @@ def optimal_plan(p: Any, draft: DraftLaw, exact: bool | None = None) -> OptimalP
         for (i, t), m in full.items():
             C[(i, *t)] = m
         return OptimalPlan(C, r["H"], r["alpha_exact"])
-    t, w = tuple_weights(draft)
+    t, w = draft.tuple_weights()
     X = np.zeros((V,) + (V,) * n)
     plan = r["plan"]
     X[(plan.token, *plan.members.T)] = plan.mass

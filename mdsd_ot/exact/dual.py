@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..drafts import DraftLaw, Vector
-from ._common import register, timed
+from ..methods import register, timed
 from .bmatching import (
     DraftGraph,
     best_level_set,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..drafts import DraftLaw, Vector
-from ._common import register, timed
+from ..methods import register, timed
 from .bmatching import best_level_set, check_graph_size, draft_graph
 
 __all__ = ["emd_alpha", "MAX_ENTRIES_EMD"]

@@ -31,7 +31,7 @@ them with token sets in place of tuples):
     each pass the capacity of the cut found bounds what is left exactly; the loop stops when
     that bound is 0, so the result is the exact max flow of the 2^-60-grid instance (a pass at
     unit 1 always ends with bound 0).  The stated accuracy (per result, ``accuracy``) is
-    ``(V + T)·2^-60`` for the grid, plus the bound of :func:`tuple_weights` on the float error
+    ``(V + T)·2^-60`` for the grid, plus the bound of ``law.tuple_weights`` on the float error
     of the T tuple weights, plus 2^-52 for p (α* is 1-Lipschitz in every capacity); registered
     as ``1e-10``, which it stays below for every size the method accepts.
 """
@@ -47,16 +47,14 @@ import numpy as np
 
 from .. import _validate as V_
 from ..drafts import DraftLaw, Vector
-from ._common import register, timed
+from ..drafts._sets import MAX_TUPLES, TUPLE_HINT
+from ..methods import register, timed
 
 __all__ = [
     "SparsePlan",
     "bipartite_maxflow_exact",
     "bipartite_maxflow_scipy",
-    "tuple_weights",
     "tuple_flow",
-    "sequential_without",
-    "complement_sums",
     "to_float_down",
     "FINE_BITS",
     "MAX_TUPLES_EXACT",
@@ -71,8 +69,8 @@ _CAP: int = 2**30
 _INF: int = 2**62
 #: Largest number of draft tuples the exact networkx solver accepts.
 MAX_TUPLES_EXACT: int = 2**17
-#: Largest number of draft tuples the scipy solver accepts.
-MAX_TUPLES_SCIPY: int = 2**22
+#: Largest number of draft tuples the scipy solver accepts (the laws' tuple-table limit).
+MAX_TUPLES_SCIPY: int = MAX_TUPLES
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,147 +349,7 @@ def _csr_layout(L: int, M: int, el: np.ndarray, er: np.ndarray):
 # --------------------------------------------------------------------------------------------
 # Draft tuples
 # --------------------------------------------------------------------------------------------
-def _grid(sup: Sequence[int], n: int) -> np.ndarray:
-    """All tuples over ``sup`` of length n as an (|sup|^n, n) int64 array (lexicographic)."""
-    s = np.asarray(sup, dtype=np.int64)
-    if n == 0 or s.size == 0:
-        return np.zeros((0, n), dtype=np.int64)
-    idx = np.indices((len(s),) * n).reshape(n, -1).T
-    return s[idx]
-
-
-def _distinct_rows(t: np.ndarray) -> np.ndarray:
-    """Mask of the rows of t whose entries are pairwise distinct."""
-    ok = np.ones(len(t), dtype=bool)
-    for a in range(t.shape[1]):
-        for b in range(a):
-            ok &= t[:, a] != t[:, b]
-    return ok
-
-
-def complement_sums(q: np.ndarray, P: np.ndarray) -> np.ndarray:
-    r"""Σ_{x ∉ P_k} q(x) for each row P_k of distinct tokens, accurate to relative 2(V + k)ε.
-
-    Computing 1 − Σ_{x∈P} q(x) cancels catastrophically when P holds almost all the mass (and
-    float q sums to 1 only within a few ulps).  Instead, with q sorted ascending and C its
-    cumulative sums, the complement is a union of at most |P| + 1 ranges of the sorted order;
-    each range sum C[b] − C[a] is accurate to relative 2bε because its largest element is the
-    largest of the first b values.
-
-    Examples
-    --------
-    >>> complement_sums(np.array([0.5, 0.3, 0.2]), np.array([[0], [2]]))
-    array([0.5, 0.8])
-    """
-    q = np.asarray(q, dtype=np.float64)
-    V = len(q)
-    order = np.argsort(q, kind="stable")
-    rank = np.empty(V, dtype=np.int64)
-    rank[order] = np.arange(V)
-    C = np.concatenate([[0.0], np.cumsum(q[order])])
-    r = np.sort(rank[np.asarray(P, dtype=np.int64)], axis=1)
-    K, k = r.shape
-    lo = np.concatenate([np.zeros((K, 1), np.int64), r + 1], axis=1)  # range starts
-    hi = np.concatenate([r, np.full((K, 1), V, np.int64)], axis=1)  # range ends (exclusive)
-    return np.sum(np.maximum(C[hi] - C[lo], 0.0), axis=1)
-
-
-def sequential_without(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""Sequential without-replacement probabilities of ordered distinct tuples, with error bounds.
-
-    .. math::
-
-       p(\bar i) = \prod_{j} \frac{q(\bar i_j)}{r_{j}}, \qquad
-       r_j = \sum_{x \notin \{\bar i_1, \dots, \bar i_{j-1}\}} q(x)
-           = 1 - \sum_{l<j} q(\bar i_l).
-
-    In floats :math:`r_j` is the complement sum (:func:`complement_sums`, no cancellation), so
-    each probability is accurate to relative :math:`(2n + 2n(V + n))\epsilon`; the second value
-    returned is that bound times the probability.  Works on object arrays of Fractions too
-    (exact; the error bound is then 0).
-
-    Examples
-    --------
-    >>> w, err = sequential_without(np.array([0.5, 0.3, 0.2]), np.array([[0, 1]]))
-    >>> round(float(w[0]), 12), bool(err[0] < 1e-14)
-    (0.3, True)
-    """
-    exact = q.dtype == object
-    K, n = t.shape
-    if exact:
-        one = Fraction(1)
-        w = np.full(K, one, dtype=object)
-        rem = np.full(K, one, dtype=object)
-        for j in range(n):
-            qj = q[t[:, j]]
-            w = w * qj / rem
-            rem = rem - qj
-        return w, np.zeros(K)
-    w = np.ones(K)
-    for j in range(n):
-        qj = q[t[:, j]]
-        rem = complement_sums(q, t[:, :j]) if j else np.full(K, float(np.sum(q)))
-        w = w * qj / np.maximum(rem, qj)
-    V = len(q)
-    return w, w * (2 * n + 2 * n * (V + n)) * 2.0**-53
-
-
-def tuple_weights(draft: DraftLaw, *, with_error: bool = False):
-    r"""The support of p_draft in floats: (tuples (T, n) int64, weights (T,) float64).
-
-    Vectorised for the with-replacement, product, without-replacement and conditional-Poisson
-    laws (:math:`\prod_j q(\bar i_j)`, :math:`\prod_j q_j(\bar i_j)`,
-    :func:`sequential_without`, :math:`\prod_j q(\bar i_j)/(n!\,e_n(q))`); other laws go through
-    ``joint_items``.  With ``with_error=True`` a third value bounds
-    :math:`\sum_{\bar i} |w_{float}(\bar i) - w(\bar i)|`.
-
-    Examples
-    --------
-    >>> from mdsd_ot.drafts import WithReplacement
-    >>> t, w = tuple_weights(WithReplacement([0.5, 0.5], 2))
-    >>> t.tolist(), w.tolist()
-    ([[0, 0], [0, 1], [1, 0], [1, 1]], [0.25, 0.25, 0.25, 0.25])
-    """
-    n = draft.n
-    scheme = draft.scheme
-    eps = 2.0**-53
-    if scheme in ("with", "without", "conditional-poisson", "product"):
-        qs = draft.qs if scheme == "product" else [draft.q] * n
-        sup = np.flatnonzero(np.any(np.stack(qs) > 0, axis=0))
-        V_.check_size(len(sup) ** n, MAX_TUPLES_SCIPY, f"the draft tuples of {draft!r}", _HINT)
-        t = _grid(sup, n)
-        if scheme in ("without", "conditional-poisson"):
-            t = t[_distinct_rows(t)]
-        if scheme == "without":
-            w, e = sequential_without(draft.q, t)
-            err = float(e.sum())
-        else:
-            w = np.ones(len(t))
-            for j in range(n):
-                w *= qs[j][t[:, j]]
-            err = (n + 1) * eps
-            if scheme == "conditional-poisson":
-                from ..drafts import elementary_symmetric
-
-                en = elementary_symmetric([float(x) for x in draft.q], n)[n]
-                w /= en * math.factorial(n)
-                err = (3 * n + 2 * len(sup) + 2) * eps  # e_n: positive sums and products
-        keep = w > 0
-        out = t[keep], w[keep]
-    else:
-        items = draft.joint_items(exact=False)
-        V_.check_size(len(items), MAX_TUPLES_SCIPY, f"the draft tuples of {draft!r}", _HINT)
-        t = np.array(list(items.keys()), dtype=np.int64).reshape(len(items), n)
-        out = t, np.array([float(x) for x in items.values()])
-        # a few float operations per entry; an explicit table was renormalised by its float sum
-        # (numpy's pairwise summation: error <= (128 + log2 K) eps)
-        err = (n + 4 + 128 + math.log2(len(items) + 1)) * eps
-    # float q (or table) vs the exact rationals it denotes (renormalised by their exact sum)
-    err += (n + 1) * (draft.V + 1) * eps
-    return (*out, err) if with_error else out
-
-
-_HINT = "use method='reduced' (token sets instead of tuples) or method='fast'"
+_HINT = TUPLE_HINT
 
 
 def _tuple_edges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -565,7 +423,7 @@ def tuple_flow(p: Any, draft: DraftLaw, *, exact: bool = True) -> dict[str, Any]
             accuracy=0.0,
             info={"tuples": len(tuples), "edges": len(edges), "cut_value": cut},
         )
-    t, w, werr = tuple_weights(draft, with_error=True)
+    t, w, werr = draft.tuple_weights(with_error=True)
     el, er = _tuple_edges(t)
     value, fl, H, info = bipartite_maxflow_scipy(pv.float, w, el, er)
     alpha = value / 2.0**FINE_BITS

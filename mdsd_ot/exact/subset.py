@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validate as V_
 from ..drafts import DraftLaw
-from ._common import register, timed
+from ..methods import register, timed
 
 #: Largest vocabulary the brute force accepts (2^V subsets).
 MAX_V = 16

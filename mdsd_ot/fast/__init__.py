@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ..drafts import DraftLaw, Explicit, Product
-from ..exact._common import register
+from ..drafts import DraftLaw
+from ..methods import register
 from . import _backend as bk
-from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n, kernel_for
+from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n
 from .prefix import error_bound
 from .solver import solve_rows, solve_rows_laws
 
@@ -38,21 +38,13 @@ __all__ = ["alpha_star", "alpha_star_laws", "solve_rows", "error_bound", "SCHEME
 
 def _law_route(law: DraftLaw) -> tuple[str, int, Any]:
     """(kernel, n, q) of a draft law object for the fast solver."""
-    if law.n == 1:
-        if isinstance(law, Product):
-            return "single", 1, law.qs[0]
-        if isinstance(law, Explicit):
-            return "single", 1, law.table.reshape(-1)
-        return "single", 1, law.q
-    try:
-        kernel = kernel_for(law.scheme, law.n)
-    except ValueError:
+    kernel = law.fast_kernel
+    if kernel is None:
         raise ValueError(
-            f"draft: method='fast' needs a q-convex law (with, without, conditional-poisson, "
-            f"greedy, spechub); {type(law).__name__} with n={law.n} is not one; "
-            "use method='reduced'"
-        ) from None
-    return kernel, law.n, law.q
+            f"draft: method='fast' needs a q-convex law ({', '.join(SCHEMES[:-1])}); "
+            f"{type(law).__name__} with n={law.n} is not one; use method='reduced'"
+        )
+    return kernel, law.n, law.q if law.q is not None else law.reference_q()
 
 
 def _route(q: Any, n: Any, scheme: Any) -> tuple[str, int, Any]:

@@ -16,53 +16,22 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as V_
+from .. import drafts as D
 from . import _backend as bk
 
-#: Kernel of each scheme the fast solver accepts, until :mod:`mdsd_ot.drafts` carries it as the
-#: law classes' ``kernel`` attribute (then :func:`kernel_for` reads it there): the one place that
-#: maps scheme names to solver routes.
-_ROUTES: dict[str, tuple[str, int | None]] = {
-    "with": ("with", None),
-    "without": ("without", None),
-    "conditional-poisson": ("conditional-poisson", None),
-    "greedy": ("greedy", None),
-    "spechub": ("greedy", 2),  # the same Q as greedy with n = 2 (docs/reference.md, SpecHub)
-    "single": ("single", 1),
-}
-
-#: The ``scheme`` strings the fast solvers accept.
-SCHEMES: tuple[str, ...] = tuple(_ROUTES)
+#: The ``scheme`` strings the fast solvers accept (from the draft-law registry).
+SCHEMES: tuple[str, ...] = D.FAST_SCHEMES
 
 #: Kernels whose laws draw n distinct tokens, so q needs at least n positive entries.
-DISTINCT: frozenset[str] = frozenset({"without", "conditional-poisson", "greedy"})
-
-
-def kernel_for(scheme: Any, n: int) -> str:
-    """The solver route (kernel name) of ``scheme`` with ``n`` drafts; ValueError otherwise.
-
-    One draft is always the closed form ``"single"`` (T4).
-
-    Examples
-    --------
-    >>> kernel_for("spechub", 2), kernel_for("with", 1), kernel_for("without", 3)
-    ('greedy', 'single', 'without')
-    """
-    if scheme not in _ROUTES:
-        raise ValueError(
-            f"scheme: unknown scheme {scheme!r} for the fast solver; choose one of "
-            f"{', '.join(SCHEMES)} (product and explicit laws: mdsd_ot.solve(..., method='reduced'))"
-        )
-    kernel, fixed_n = _ROUTES[scheme]
-    if fixed_n is not None and n != fixed_n:
-        what = "one draft" if fixed_n == 1 else f"defined for n = {fixed_n} drafts only"
-        raise ValueError(f"n: scheme {scheme!r} is {what}, give n={fixed_n} (got n={n})")
-    return "single" if n == 1 else kernel
+DISTINCT: frozenset[str] = frozenset(
+    cls.kernel for cls in D.SCHEMES.values() if cls.kernel is not None and cls.distinct
+)
 
 
 def check_scheme_n(scheme: Any, n: Any) -> tuple[str, int]:
     """Validate ``scheme`` and ``n``; return the kernel name and n (int)."""
     n = V_.check_n(n)
-    return kernel_for(scheme, n), n
+    return D.kernel_for(scheme, n), n
 
 
 def _check_shapes(p_shape: tuple, q_shape: tuple) -> None:

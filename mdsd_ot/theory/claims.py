@@ -48,10 +48,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import drafts
+from .. import drafts, fast
+from .. import verifiers as ver
 from ..api import solve
 from ..drafts import DraftLaw, elementary_symmetric, from_spec
 from ..exact import METHODS
+from ..exact import dual as exact_dual
 from . import qconvex as qc
 from . import tum
 from .instances import random_law, rational_simplex
@@ -156,13 +158,6 @@ def _spec(d: DraftLaw) -> dict[str, Any]:
 
 def _wit(claim: str, kind: str, **data: Any) -> dict[str, Any]:
     return {"claim": claim, "kind": kind, **data}
-
-
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
 
 
 def _pick(rng: np.random.Generator, seq: Any) -> Any:
@@ -302,13 +297,12 @@ def _t3_eval(d):
     cert = tum.bipartite_incidence_certificate(A, d.V)
     out = {"verdict": res.verdict, "method": res.method, "structural": cert.holds}
     bad = res.is_tu is False or not cert.holds
-    dual_mod = _optional("mdsd_ot.exact.dual")
-    if dual_mod is not None and hasattr(dual_mod, "dual_constraint_matrix"):
-        B = dual_mod.dual_constraint_matrix(d)
-        rb = tum.is_totally_unimodular(B, "exhaustive" if small else "auto", samples=200)
-        cb = tum.bipartite_incidence_certificate(B, d.V)
-        out.update(other_shape=list(B.shape), other_verdict=rb.verdict, other_structural=cb.holds)
-        bad = bad or rb.is_tu is False or not cb.holds or B.shape != A.shape
+    # the dual LP's own constraint matrix, built independently of tum.dual_matrix
+    B = exact_dual.dual_constraint_matrix(d)
+    rb = tum.is_totally_unimodular(B, "exhaustive" if small else "auto", samples=200)
+    cb = tum.bipartite_incidence_certificate(B, d.V)
+    out.update(other_shape=list(B.shape), other_verdict=rb.verdict, other_structural=cb.holds)
+    bad = bad or rb.is_tu is False or not cb.holds or B.shape != A.shape
     return bad, out, res, A
 
 
@@ -537,8 +531,7 @@ def _t7_eval(p, d):
         "alpha_prefix": 1 + g.prefix_value,
     }
     bad = g.gap > 0
-    fast = _optional("mdsd_ot.fast")
-    if fast is not None and hasattr(fast, "alpha_star") and d.scheme != "product":
+    if d.fast_kernel is not None:
         try:
             af = float(fast.alpha_star([float(x) for x in p], d.q, n=d.n, scheme=d.scheme))
             vals["alpha_fast"] = af
@@ -568,7 +561,7 @@ def _check_t7(trials, rng):
         trials,
         None,
         "exact gap 0 between brute force and the best level set; fast solver "
-        "(mdsd_ot.fast.alpha_star, when present) within 1e-9",
+        "(mdsd_ot.fast.alpha_star) within 1e-9",
     )
 
 
@@ -710,11 +703,10 @@ def _t9_eval(p, q, n):
         "acceptance": acc,
     }
     bad = formula != a or 1 + _F(p, d, Hs) != a or law != list(p) or acc != a
-    ver = _optional("mdsd_ot.verifiers")
-    if ver is not None:
-        vlaw, vacc = ver.get("greedy", d).exact(p, d)
-        vals.update(registry_acceptance=vacc)
-        bad = bad or [Fraction(x) for x in vlaw] != list(p) or Fraction(vacc) != a
+    # the registry's greedy verifier, besides the enumeration above
+    vlaw, vacc = ver.get("greedy", d).exact(p, d)
+    vals.update(registry_acceptance=vacc)
+    bad = bad or [Fraction(x) for x in vlaw] != list(p) or Fraction(vacc) != a
     return bad, vals
 
 
@@ -726,7 +718,7 @@ def _check_t9(trials, rng):
         bad, vals = _t9_eval(p, q, n)
         if bad:
             return Outcome("counterexample", t + 1, _wit("T9", "greedy", p=p, q=q, n=n, **vals))
-    reg = " and mdsd_ot.verifiers 'greedy'" if _optional("mdsd_ot.verifiers") else ""
+    reg = " and mdsd_ot.verifiers 'greedy'"
     return Outcome(
         "holds",
         trials,
@@ -853,9 +845,6 @@ def _t11_eval(name, p, d):
 
 
 def _check_t11(trials, rng):
-    ver = _optional("mdsd_ot.verifiers")
-    if ver is None:
-        return Outcome("skipped", 0, None, "mdsd_ot.verifiers is not available")
     count = 0
     for t in range(max(trials, 1)):
         for name in ver.NAMES:
@@ -999,7 +988,6 @@ def _rep_en_alpha(w):
 
 
 def _rep_rrs(w):
-    ver = importlib.import_module("mdsd_ot.verifiers")
     n = int(w["n"])
     dw, do = drafts.WithReplacement(w["q"], n), drafts.WithoutReplacement(w["q"], n)
     aw = Fraction(ver.get("rrs-with", dw).exact(w["p"], dw)[1])

@@ -11,31 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ..drafts import DraftLaw, make
+from ..drafts import SCHEMES, DraftLaw, QLaw, rational_simplex
+from ..drafts import random_law as drafts_random_law
 
 __all__ = ["rational_simplex", "random_law", "to_rational", "Q_SCHEMES"]
 
-#: The laws built from one q and n (product and explicit are built separately).
-Q_SCHEMES = ("with", "without", "conditional-poisson", "greedy", "spechub")
-
-
-def rational_simplex(
-    rng: np.random.Generator, V: int, *, denom: int = 12, zeros: bool = False
-) -> list[Fraction]:
-    """A random point of the simplex with rational entries (numerators in [1, denom]).
-
-    With ``zeros=True`` one entry may be 0 (probability 1/4).
-
-    Examples
-    --------
-    >>> sum(rational_simplex(np.random.default_rng(0), 4))
-    Fraction(1, 1)
-    """
-    w = [int(v) for v in rng.integers(1, denom + 1, size=V)]
-    if zeros and V > 2 and rng.random() < 0.25:
-        w[int(rng.integers(V))] = 0
-    s = sum(w)
-    return [Fraction(v, s) for v in w]
+#: The laws built from one q and n (product and explicit are built otherwise), from the registry.
+Q_SCHEMES: tuple[str, ...] = tuple(name for name, cls in SCHEMES.items() if issubclass(cls, QLaw))
 
 
 def to_rational(x: Any, max_den: int = 1000) -> list[Fraction]:
@@ -70,18 +52,9 @@ def random_law(
     denom: int = 12,
     zeros: bool = False,
 ) -> DraftLaw:
-    """A random rational draft law of ``scheme`` (``explicit`` draws a random joint table).
+    """A random rational draft law of ``scheme`` (the law class decides what it needs).
 
-    Distinct-token schemes get full support; greedy gets mass outside its top n-1.
+    See :func:`mdsd_ot.drafts.random_law`: distinct-token schemes get full support, greedy and
+    SpecHub mass outside their top tokens, ``explicit`` a random joint table.
     """
-    if scheme == "explicit":
-        flat = rational_simplex(rng, V**n, denom=denom, zeros=True)
-        table = np.array(flat, dtype=object).reshape((V,) * n).tolist()
-        return make("explicit", table=table)
-    if scheme == "product":
-        return make(
-            "product", qs=[rational_simplex(rng, V, denom=denom, zeros=zeros) for _ in range(n)]
-        )
-    full = scheme in ("without", "conditional-poisson", "greedy", "spechub")
-    q = rational_simplex(rng, V, denom=denom, zeros=zeros and not full)
-    return make(scheme, q, 2 if scheme == "spechub" else n)
+    return drafts_random_law(rng, scheme, V, n, denom=denom, zeros=zeros)

@@ -117,15 +117,8 @@ def q_table(draft: DraftLaw, exact: bool | None = None) -> list[Any]:
 
 
 def reference_q(draft: DraftLaw, exact: bool) -> list[Any]:
-    """The q of T5 for ``draft``: its own q, else the mean marginal of the drafts."""
-    if draft.q is not None and hasattr(draft, "qvals"):
-        return list(draft.qvals(exact))
-    zero = Fraction(0) if exact else 0.0
-    marg = [zero] * draft.V
-    for t, w in draft.joint_items(exact=exact).items():
-        for i in t:
-            marg[i] += w
-    return [m / draft.n for m in marg]
+    """The q of T5 for ``draft``: its own q, else the mean marginal of the drafts (the law's)."""
+    return list(draft.reference_q(exact=exact))
 
 
 def _qvec(draft: DraftLaw, q: Any, exact: bool) -> list[Any]:
@@ -221,15 +214,12 @@ def supermodularity_violation(
 
 
 def set_weights(draft: DraftLaw, exact: bool | None = None) -> dict[frozenset, Any]:
-    r"""The non-zero set-reduced weights :math:`w_S = \Pr[\mathrm{set}(\bar i) = S]`.
+    r"""The non-zero set-reduced weights :math:`w_S` of the law (``draft.set_weights``).
 
-    The closed forms of :func:`mdsd_ot.exact.reduced.set_weights`, zeros dropped, so they can be
-    compared with :func:`mobius_weights` (T6).
+    Compared with :func:`mobius_weights` (T6): the law's closed forms against the Möbius
+    inversion of its Q.
     """
-    from ..exact.reduced import set_weights as reduced_set_weights
-
-    ex = _exact_flag(draft, exact)
-    return {S: w for S, w in reduced_set_weights(draft, exact=ex).items() if w != 0}
+    return draft.set_weights(exact=_exact_flag(draft, exact))
 
 
 def mobius_weights(draft: DraftLaw, exact: bool | None = None) -> dict[frozenset, Any]:

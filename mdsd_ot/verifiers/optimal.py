@@ -30,18 +30,10 @@ import numpy as np
 from ..drafts import DraftLaw
 from ._base import Verifier, add, inverse_cdf, zero_of
 
-__all__ = ["Optimal", "set_weights", "repaired_flow"]
+__all__ = ["Optimal", "repaired_flow"]
 
 #: The method of :func:`mdsd_ot.solve` that yields the set-reduced plan.
 DEFAULT_METHOD = "reduced"
-
-
-def set_weights(draft: DraftLaw, exact: bool) -> dict[frozenset, Any]:
-    r""":math:`w_S = \Pr[\mathrm{set}(\bar i) = S]` from the joint law (small V)."""
-    w: dict[frozenset, Any] = defaultdict(lambda: zero_of(exact))
-    for t, pr in draft.joint_items(exact=exact).items():
-        w[frozenset(t)] += pr
-    return dict(w)
 
 
 def repaired_flow(
@@ -131,7 +123,7 @@ class Optimal(Verifier):
         res = self.solve([str(x) for x in p] if exact else p, draft)
         w = res.info.get("weights") if isinstance(res.info, dict) else None
         if exact or not isinstance(w, Mapping):
-            w = set_weights(draft, exact)  # exact weights from the joint law (small V)
+            w = draft.set_weights(exact)  # the law's exact weights (small V)
         else:
             w = {frozenset(S): float(x) for S, x in w.items()}
         f = repaired_flow(res.plan, p, w, exact)

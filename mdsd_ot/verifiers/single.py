@@ -13,28 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from ..drafts import DraftLaw, Explicit, Product
+from ..drafts import DraftLaw
 from ._base import Verifier, add, inverse_cdf, pos_part_normalised
 
 __all__ = ["Single", "single_marginal"]
 
 
 def single_marginal(draft: DraftLaw, exact: bool | None = None) -> Any:
-    """The law of the single draft of an n = 1 law: a float64 array, or a list of Fractions."""
-    if exact:
-        law = [0] * draft.V
-        for (x,), w in draft.joint_items(exact=True).items():
-            law[x] = w
-        return law
-    if isinstance(draft, Product):
-        return draft.qs[0]
-    if isinstance(draft, Explicit):
-        return draft.table
-    if draft.scheme == "greedy":  # n = 1: T is empty and q' = q
-        return np.asarray(draft.q_prime(False), dtype=np.float64)
-    if draft.q is not None:
-        return draft.q
-    return draft.joint()  # pragma: no cover - every law above has its q
+    """The law of the single draft of an n = 1 law: a float64 array, or a list of Fractions.
+
+    For n = 1 the draft marginal is the law's reference q (greedy with n = 1: T is empty and
+    q' = q; product: q_1; explicit: the table).
+    """
+    return draft.reference_q(exact=bool(exact))
 
 
 class Single(Verifier):

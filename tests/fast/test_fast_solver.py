@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 import mdsd_ot
-from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot import drafts as D
 from mdsd_ot.fast import alpha_star, alpha_star_laws, error_bound
 from mdsd_ot.fast.greedy import greedy_top_mask
 from mdsd_ot.fast.prefix import prefix_min, sort_key
+from testkit import bank_alpha, bank_law, load_bank
 
 LAWS = {
     "with": D.WithReplacement,

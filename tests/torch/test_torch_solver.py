@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 import mdsd_ot  # noqa: E402
 import mdsd_ot.fast as fast  # noqa: E402
 import mdsd_ot.torch as mt  # noqa: E402
-from mdsd_ot.fast._check import kernel_for  # noqa: E402
+from mdsd_ot.drafts import kernel_for  # noqa: E402
 
 CASES = [
     ("with", 1),

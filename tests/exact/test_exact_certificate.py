@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mdsd_ot
-from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot import drafts
 from mdsd_ot.exact.certificate import DEFAULT_TOL, certify, optimal_plan
 from mdsd_ot.exact.subset import subset_selection
+from testkit import bank_alpha, bank_law, load_bank
 
 BANK = [(inst, law) for inst in load_bank() if (law := bank_law(inst)) is not None]
 

@@ -1,8 +1,11 @@
-"""The solver registry shared by every exact formulation (cvxpy-style: name, is_installed, solve).
+"""The method registry, above the solver families (as cvxpy keeps its solver map).
 
-A formulation module registers its solve function with :func:`register`; the function receives
-the validated target ``p`` (a :class:`mdsd_ot.drafts.Vector`, with ``.float`` and ``.exact``) and
-the draft law, and returns the fields of a :class:`mdsd_ot.result.Result` as a dict.
+Every way of computing α* — the exact formulations of :mod:`mdsd_ot.exact` and the fast solver
+of :mod:`mdsd_ot.fast` — registers its solve function here with :func:`register` (name,
+accuracy, exactness, optional requirements).  The function receives the validated target ``p``
+(a :class:`mdsd_ot.drafts.Vector`, with ``.float`` and ``.exact``) and the draft law, and returns
+the fields of a :class:`mdsd_ot.result.Result` as a dict.  "Every installed method" is a loop
+over :data:`METHODS`; :mod:`mdsd_ot.api` imports the solver families, which fills it.
 """
 
 from __future__ import annotations

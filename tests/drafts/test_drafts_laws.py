@@ -8,7 +8,6 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from conftest import bank_law, dirichlet
 from mdsd_ot import drafts
 from mdsd_ot.drafts import (
     ConditionalPoisson,
@@ -19,6 +18,7 @@ from mdsd_ot.drafts import (
     WithoutReplacement,
     WithReplacement,
 )
+from testkit import bank_law, dirichlet
 
 Q3 = ["1/2", "3/10", "1/5"]
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import mdsd_ot
-from conftest import bank_alpha, bank_law, dirichlet, load_bank
 from mdsd_ot import drafts
 from mdsd_ot.drafts import Vector
 from mdsd_ot.exact import METHODS
 from mdsd_ot.exact import maxflow as mf
 from mdsd_ot.exact.subset import subset_selection
+from testkit import bank_alpha, bank_law, dirichlet, load_bank
 
 BANK = [(inst, law) for inst in load_bank() if (law := bank_law(inst)) is not None]
 

@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 
 import mdsd_ot
-from conftest import bank_alpha, bank_law, dirichlet, load_bank
 from mdsd_ot import drafts
 from mdsd_ot.drafts import Vector
+from mdsd_ot.drafts._sets import combinations
 from mdsd_ot.exact import reduced as rd
 from mdsd_ot.exact.maxflow import tuple_flow
 from mdsd_ot.exact.subset import subset_selection
+from testkit import bank_alpha, bank_law, dirichlet, load_bank
 
 SCHEMES = ["with", "without", "conditional-poisson", "product", "greedy", "spechub", "explicit"]
 
@@ -88,11 +89,11 @@ def test_closed_forms_equal_enumerated_aggregation(scheme):
             law = _law(rng, scheme, V, n, rational=k % 3 != 2)
         except ValueError:
             continue
-        w = rd.set_weights(law, exact=True)
+        w = law.set_weights(exact=True)
         assert w == _aggregate(law), (scheme, V, n)
         assert sum(w.values()) == 1 and all(len(S) <= n and x > 0 for S, x in w.items())
         # float weights: within the stated error bound of the exact ones
-        tab = rd.set_weight_table(law, exact=False)
+        tab = law.set_weight_table(exact=False)
         diff = sum(abs(Fraction(float(tab[S])) - x) for S, x in w.items())
         assert len(tab) == len(w) and diff <= tab.error
         checked += 1
@@ -103,7 +104,7 @@ def test_q_is_the_sum_of_weights_of_contained_sets():
     """Q(H) = Σ_{S⊆H} w_S for every H ⊆ Σ (exact), also through SetWeights.Q."""
     _, laws = _laws(1, 21, rational=True, Vmax=4)
     for scheme, law in laws:
-        tab = rd.set_weight_table(law, exact=True)
+        tab = law.set_weight_table(exact=True)
         for H in itertools.product([False, True], repeat=law.V):
             mask = np.array(H)
             direct = sum((x for S, x in tab.items() if all(mask[i] for i in S)), Fraction(0))
@@ -229,16 +230,16 @@ def test_disjoint_supports_give_zero(exact):
 
 def test_set_count_bound_and_combinations():
     for m, k in [(6, 3), (5, 1), (7, 4), (4, 4)]:
-        got = rd._combinations(m, k).tolist()
+        got = combinations(m, k).tolist()
         assert got == [list(c) for c in itertools.combinations(range(m), k)]
     law = drafts.WithoutReplacement([0.5, 0.25, 0.25, 0.0], 2)
-    assert rd.set_count_bound(law) == 3 == len(rd.set_weights(law))
+    assert law.set_count_bound() == 3 == len(law.set_weights())
 
 
 def test_info_weights_are_the_set_weights():
     law = drafts.ConditionalPoisson(["1/2", "1/4", "1/8", "1/8"], 2)
     out = mdsd_ot.solve(["1/4"] * 4, law, method="reduced")
-    assert dict(out.info["weights"]) == rd.set_weights(law)
+    assert dict(out.info["weights"]) == law.set_weights()
     assert out.info["sets"] == 6 and out.accuracy == 0.0
 
 

@@ -14,7 +14,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conftest import bank_alpha, bank_law, load_bank
 from mdsd_ot import drafts as D
 from mdsd_ot.drafts import Vector
 from mdsd_ot.exact import METHODS
@@ -26,6 +25,7 @@ from mdsd_ot.exact.bmatching import (
 )
 from mdsd_ot.exact.dual import dual_constraint_matrix, w_vertex_cover
 from mdsd_ot.exact.primal import transport_problem
+from testkit import bank_alpha, bank_law, load_bank
 
 LP_METHODS = ("primal", "primal-cvxpy", "bmatching", "dual", "emd")
 #: Methods whose status says whether the two-sided certificate closed (gap <= 1e-9).

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import bank_law, dirichlet
 from mdsd_ot import drafts, solve, verifiers
 from mdsd_ot import exact as exact_methods
 from mdsd_ot.synthetic import synthetic_pair
@@ -25,6 +24,7 @@ from mdsd_ot.verifiers._base import pos_part_normalised
 from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.kseq import _g_exact, kseq_residual, solve_rho
 from mdsd_ot.verifiers.rrs import ResidualFamily
+from testkit import bank_law, dirichlet
 
 HAS_REDUCED = "reduced" in exact_methods.METHODS
 needs_reduced = pytest.mark.skipif(

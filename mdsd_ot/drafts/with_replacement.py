@@ -1,0 +1,123 @@
+r"""n i.i.d. drafts from q (docs/reference.md, "With replacement"): :math:`Q(H) = q(H)^n`."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .. import _validate as V_
+from ._base import _EPS, QLaw, as_rng, one, zero
+from ._sets import (
+    MAX_SET_WORK,
+    MAX_SETS,
+    MAX_TUPLES,
+    TUPLE_HINT,
+    SetWeights,
+    combinations,
+    compositions,
+    count_sets,
+    grid,
+)
+from .sampling import inverse_cdf_table
+
+__all__ = ["WithReplacement"]
+
+
+class WithReplacement(QLaw):
+    r"""n i.i.d. drafts from q: :math:`p_{draft}(\bar i) = \prod_j q(\bar i_j)`, :math:`Q(H) = q(H)^n`.
+
+    q-convex (T5): along any chain, :math:`Q = t^n` is a convex function of :math:`t = q(H)`.
+
+    Examples
+    --------
+    >>> d = WithReplacement(["1/2", "1/2"], 2)
+    >>> d.Q([0])
+    Fraction(1, 4)
+    >>> d.set_weights()[frozenset({0, 1})]
+    Fraction(1, 2)
+    """
+
+    scheme = "with"
+    kernel = "with"
+    q_convex = True
+    summary = "n i.i.d. drafts from q (with replacement)"
+
+    def _Q(self, mask, exact):
+        qv = self.qvals(exact)
+        s = sum((qv[i] for i in np.flatnonzero(mask)), zero(exact))
+        return s**self.n
+
+    def _items(self, exact):
+        qv = self.qvals(exact)
+        for t in itertools.product(self.support().tolist(), repeat=self.n):
+            yield t, math.prod((qv[i] for i in t), start=one(exact))
+
+    def support_size_bound(self):
+        return int(np.count_nonzero(self.q)) ** self.n
+
+    def sample(self, rng, size):
+        """``size`` tuples of n i.i.d. draws (inverse CDF: O(size·n·log V) time, O(size·n) memory)."""
+        table = inverse_cdf_table(self.q)
+        g = as_rng(rng)
+        return table.draw(g.random((int(size), self.n)))
+
+    # -- set and tuple weights ---------------------------------------------------------------
+    def _sizes(self) -> range:
+        return range(1, min(self.n, int(np.count_nonzero(self.q))) + 1)
+
+    def set_count_bound(self):
+        return count_sets(int(np.count_nonzero(self.q)), self._sizes())
+
+    def set_weight_work(self) -> int:
+        """Terms summed by :meth:`set_weight_table`: C(m, k) sets × C(n−1, k−1) compositions × k."""
+        m = int(np.count_nonzero(self.q))
+        return sum(math.comb(m, k) * math.comb(self.n - 1, k - 1) * k for k in self._sizes())
+
+    def set_weight_table(self, exact=None):
+        r"""Closed form: :math:`w_S = \sum_{m} \binom{n}{m_1, \dots, m_k} \prod_j q(s_j)^{m_j}`.
+
+        The sum runs over the compositions m of n into k = |S| positive parts (all terms
+        positive: no cancellation in floats).
+        """
+        ex = self.rational if exact is None else exact
+        sup = self.support()
+        what = f"the token sets of {self!r}"
+        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='fast'")
+        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='fast'")
+        q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
+        n = self.n
+        mems, ws, err = [], [], 0.0
+        for k in self._sizes():
+            mem = sup[combinations(len(sup), k)]
+            cols = [q[mem[:, j]] for j in range(k)]
+            w = np.zeros(len(mem), dtype=q.dtype)
+            terms = 0
+            for comp in compositions(n, k):
+                coef = math.factorial(n) // math.prod(math.factorial(c) for c in comp)
+                term = np.full(len(mem), one(ex) * coef, dtype=q.dtype)
+                for j, c in enumerate(comp):
+                    term = term * cols[j] ** c
+                w = w + term
+                terms += 1
+            mems.append(np.pad(mem, ((0, 0), (0, n - k)), constant_values=-1))
+            ws.append(w)
+            err += (2 * n + terms) * _EPS
+        members = np.concatenate(mems) if mems else np.zeros((0, n), np.int64)
+        if ex:
+            return SetWeights.build(members, [x for w in ws for x in w], True, self.V)
+        err += (n + 1) * (self.V + 1) * _EPS  # floats vs the exact rationals they denote
+        return SetWeights.build(members, np.concatenate(ws), False, self.V, err)
+
+    def tuple_weights(self, *, with_error=False):
+        r"""Vectorised :math:`\prod_j q(\bar i_j)` over the support tuples."""
+        n, sup = self.n, self.support()
+        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
+        t = grid(sup, n)
+        w = np.ones(len(t))
+        for j in range(n):
+            w *= self.q[t[:, j]]
+        keep = w > 0
+        err = (n + 1) * _EPS + (n + 1) * (self.V + 1) * _EPS
+        return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])

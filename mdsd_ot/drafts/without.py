@@ -1,0 +1,220 @@
+r"""Sequential sampling without replacement (docs/reference.md, "Without replacement").
+
+Draw j uses q with the earlier draws removed and renormalised.  This law is *not* the
+conditional-Poisson law (T12b).  Its Q has no product form; the law owns three independent
+evaluations of it:
+
+- :meth:`WithoutReplacement.Q` — the recursion on the first draw, memoised over drawn sets;
+- :meth:`WithoutReplacement.Q_inclusion_exclusion` — the closed form of the reference,
+  :math:`Q(H) = 1 - (1 - q(H)) \sum_{m<n} I_m(H)`,
+  :math:`I_m(H) = \sum_{S \subseteq H, |S| = m} \sum_{U \subseteq S} (-1)^{m-|U|} / (1 - q(U))`;
+- the sum of :meth:`sequence_probabilities` over the tuples inside Hⁿ (the set weights).
+
+The fast solver evaluates Q on every prefix of the p/q order with its own kernels
+(:mod:`mdsd_ot.fast`); for n = 2 the closed form :meth:`Q_two` is
+:math:`Q(H) = q(H) - (1 - q(H)) \sum_{i \in H} q(i)/(1 - q(i))`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .. import _validate as V_
+from ._base import _EPS, QLaw, as_rng, one, zero
+from ._sets import (
+    MAX_SET_WORK,
+    MAX_SETS,
+    MAX_TUPLES,
+    TUPLE_HINT,
+    SetWeights,
+    combinations,
+    complement_sums,
+    distinct_rows,
+    grid,
+)
+from .sampling import InverseCDF
+
+__all__ = ["WithoutReplacement", "sequence_probabilities"]
+
+
+def sequence_probabilities(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Sequential probabilities of ordered distinct tuples, with error bounds.
+
+    .. math::
+
+       p(\bar i) = \prod_{j} \frac{q(\bar i_j)}{r_{j}}, \qquad
+       r_j = \sum_{x \notin \{\bar i_1, \dots, \bar i_{j-1}\}} q(x)
+           = 1 - \sum_{l<j} q(\bar i_l).
+
+    In floats :math:`r_j` is the complement sum (:func:`~mdsd_ot.drafts._sets.complement_sums`,
+    no cancellation), so each probability is accurate to relative
+    :math:`(2n + 2n(V + n))\epsilon`; the second value returned is that bound times the
+    probability.  Works on object arrays of Fractions too (exact; the error bound is then 0).
+
+    Examples
+    --------
+    >>> w, err = sequence_probabilities(np.array([0.5, 0.3, 0.2]), np.array([[0, 1]]))
+    >>> round(float(w[0]), 12), bool(err[0] < 1e-14)
+    (0.3, True)
+    """
+    exact = q.dtype == object
+    K, n = t.shape
+    if exact:
+        w = np.full(K, Fraction(1), dtype=object)
+        rem = np.full(K, Fraction(1), dtype=object)
+        for j in range(n):
+            qj = q[t[:, j]]
+            w = w * qj / rem
+            rem = rem - qj
+        return w, np.zeros(K)
+    w = np.ones(K)
+    for j in range(n):
+        qj = q[t[:, j]]
+        rem = complement_sums(q, t[:, :j]) if j else np.full(K, float(np.sum(q)))
+        w = w * qj / np.maximum(rem, qj)
+    V = len(q)
+    return w, w * (2 * n + 2 * n * (V + n)) * _EPS
+
+
+class WithoutReplacement(QLaw):
+    r"""Sequential sampling without replacement: draw j from q with earlier draws removed.
+
+    :math:`p_{draft}(\bar i) = \prod_j q(\bar i_j) / (1 - \sum_{l<j} q(\bar i_l))` on tuples of
+    distinct tokens.  Needs at least n tokens with q > 0.  This is *not* the conditional-Poisson
+    law (T12).  q-convex: proved for n ≤ 2, checked for n ≥ 3 (T5; see ``proofs/``).
+
+    Examples
+    --------
+    >>> d = WithoutReplacement(["1/2", "3/10", "1/5"], 2)
+    >>> d.Q([0, 1])  # the T12 counterexample: 0.514286..., not e_2(q|H)/e_2(q) = 0.483871...
+    Fraction(18, 35)
+    >>> d.Q_inclusion_exclusion([0, 1]) == d.Q_two([0, 1]) == d.Q([0, 1])
+    True
+    """
+
+    scheme = "without"
+    kernel = "without"
+    q_convex = True
+    distinct = True
+    summary = "sequential sampling without replacement from q (not conditional Poisson)"
+
+    def _Q(self, mask, exact):
+        qv = self.qvals(exact)
+        o = one(exact)
+        H = [int(i) for i in np.flatnonzero(mask) if qv[i] > 0]
+        # f(D, k): probability that the next k draws lie in H given the drawn set D (only q(D)
+        # matters).  Memoised over subsets of H of size < n.
+        memo: dict[frozenset, object] = {}
+
+        def f(D: frozenset, k: int):
+            if k == 0:
+                return o
+            if D in memo:
+                return memo[D]
+            left = sum((v for x, v in enumerate(qv) if x not in D), o - o)  # not 1 - q(D)
+            tot = o - o
+            for x in H:
+                if x not in D:
+                    tot += qv[x] / left * f(D | {x}, k - 1)
+            memo[D] = tot
+            return tot
+
+        return f(frozenset(), self.n)
+
+    def Q_two(self, H, exact: bool | None = None):
+        r"""The n = 2 closed form :math:`q(H) - (1 - q(H)) \sum_{i\in H} q(i)/(1 - q(i))`."""
+        if self.n != 2:
+            raise ValueError(f"n: Q_two is the n = 2 closed form, this law has n={self.n}")
+        ex = self.rational if exact is None else exact
+        qv = self.qvals(ex)
+        idx = [int(i) for i in np.flatnonzero(self._mask(H))]
+        qH = sum((qv[i] for i in idx), zero(ex))
+        rest = [sum((v for x, v in enumerate(qv) if x != i), zero(ex)) for i in idx]
+        return qH - (1 - qH) * sum((qv[i] / r for i, r in zip(idx, rest, strict=True)), zero(ex))
+
+    def Q_inclusion_exclusion(self, H, exact: bool | None = None):
+        r"""The closed form :math:`1 - (1 - q(H)) \sum_{m=0}^{n-1} I_m(H)` (exponential clocks).
+
+        :math:`I_m(H) = \sum_{S\subseteq H,|S|=m} \sum_{U\subseteq S} (-1)^{m-|U|}/(1-q(U))`;
+        O(3^{|H|}) work, for checks on small sets.
+        """
+        ex = self.rational if exact is None else exact
+        qv = self.qvals(ex)
+        idx = [int(i) for i in np.flatnonzero(self._mask(H)) if qv[i] > 0]
+        o = one(ex)
+        qH = sum((qv[i] for i in idx), zero(ex))
+        total = zero(ex)
+        for m in range(min(self.n, len(idx) + 1)):
+            for S in itertools.combinations(idx, m):
+                for u in range(m + 1):
+                    for U in itertools.combinations(S, u):
+                        total += (-1) ** (m - u) * o / (o - sum((qv[i] for i in U), zero(ex)))
+        return o - (o - qH) * total
+
+    def _mask(self, H):
+        from ._base import as_mask
+
+        return as_mask(H, self.V)
+
+    def _items(self, exact):
+        qv = np.array(list(self.qvals(exact)), dtype=object if exact else np.float64)
+        perms = list(itertools.permutations(self.support().tolist(), self.n))
+        w, _ = sequence_probabilities(qv, np.array(perms, dtype=np.int64).reshape(-1, self.n))
+        yield from zip(perms, w.tolist(), strict=True)
+
+    def support_size_bound(self):
+        return math.perm(int(np.count_nonzero(self.q)), self.n)
+
+    def sample(self, rng, size):
+        """``size`` sequential tuples: each draw is an inverse-CDF draw from q with the earlier
+        draws removed (exact law; O(size·n²) arithmetic and O(size·n·log V) searches)."""
+        g = as_rng(rng)
+        table = InverseCDF(self.q)
+        size = int(size)
+        out = np.empty((size, self.n), dtype=np.int64)
+        for j in range(self.n):
+            out[:, j] = table.draw_excluding(g.random(size), out[:, :j])
+        return out
+
+    # -- set and tuple weights ---------------------------------------------------------------
+    def set_count_bound(self):
+        return math.comb(int(np.count_nonzero(self.q)), self.n)
+
+    def set_weight_work(self) -> int:
+        """Terms summed by :meth:`set_weight_table`: C(m, n) sets × n! orders × n factors."""
+        return self.set_count_bound() * math.factorial(self.n) * self.n
+
+    def set_weight_table(self, exact=None):
+        r""":math:`w_S` = the sum over the n! orders of S of the sequential probability."""
+        ex = self.rational if exact is None else exact
+        sup, n = self.support(), self.n
+        what = f"the token sets of {self!r}"
+        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='fast'")
+        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='fast'")
+        q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
+        mem = sup[combinations(len(sup), n)]
+        w = np.zeros(len(mem), dtype=q.dtype)
+        e = np.zeros(len(mem))
+        for perm in itertools.permutations(range(n)):
+            term, te = sequence_probabilities(q, mem[:, list(perm)])
+            w = w + term
+            e = e + te
+        if ex:
+            return SetWeights.build(mem, list(w), True, self.V)
+        err = float(e.sum()) + math.factorial(n) * _EPS + (n + 1) * (self.V + 1) * _EPS
+        return SetWeights.build(mem, w, False, self.V, err)
+
+    def tuple_weights(self, *, with_error=False):
+        """Vectorised sequential probabilities of the ordered distinct support tuples."""
+        n, sup = self.n, self.support()
+        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
+        t = grid(sup, n)
+        t = t[distinct_rows(t)]
+        w, e = sequence_probabilities(self.q, t)
+        keep = w > 0
+        err = float(e.sum()) + (n + 1) * (self.V + 1) * _EPS
+        return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])

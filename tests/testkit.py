@@ -1,0 +1,95 @@
+"""Helpers shared by the tests (import as ``from testkit import ...``; ``tests/`` is on the path).
+
+The reference alpha bank (192 rational instances with exact α* computed independently of the
+package, kept in ``tests/data/alpha_bank.json`` with its provenance) and seeded random vectors.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mdsd_ot import drafts
+
+#: The reference bank, kept in the repository with its provenance (see the file's "provenance").
+BANK_PATH = Path(__file__).resolve().parent / "data" / "alpha_bank.json"
+
+
+def load_bank() -> list[dict]:
+    """The 192 rational instances with independently computed exact alpha*."""
+    instances = json.loads(BANK_PATH.read_text())["instances"]
+    assert len(instances) == 192, f"{BANK_PATH}: expected 192 instances, found {len(instances)}"
+    return instances
+
+
+def bank_law(inst: dict):
+    """The draft law of a bank instance, or None for the 3 greedy instances outside its domain.
+
+    Greedy with n - 1 >= V has no token outside its top n - 1, so the last draft is undefined;
+    ``Greedy`` rejects it (tested in test_drafts.py).  Every other instance must build.
+    """
+    if inst["scheme"] == "greedy" and inst["n"] - 1 >= len(inst["p"]):
+        return None
+    return drafts.from_spec(inst)
+
+
+def bank_alpha(inst: dict) -> Fraction:
+    return Fraction(inst["alpha"])
+
+
+def dirichlet(rng: np.random.Generator, V: int, conc: float) -> np.ndarray:
+    """A Dirichlet draw with occasional exact zeros and ties (seeded)."""
+    x = rng.dirichlet(np.full(V, conc))
+    r = rng.random()
+    if r < 0.15 and V > 2:
+        x[rng.integers(V)] = 0.0
+    elif r < 0.25 and V > 2:
+        i, j = rng.choice(V, 2, replace=False)
+        x[j] = x[i]
+    elif r < 0.3:
+        x[rng.integers(V)] = 1e-12
+    return x / x.sum()
+
+
+class Backend:
+    """An array backend of the fast solver's tests: numpy, or torch on the CPU in one dtype.
+
+    ``asarray`` turns float64 numpy test data into the backend's arrays, ``to_numpy`` brings
+    results back; ``float32`` says the backend computes in float32, where a test's tolerance is
+    at least ``mdsd_ot.torch.FLOAT32_BOUND`` (see :meth:`tol`).
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.float32 = name == "torch-float32"
+        self.torch = None
+        if name.startswith("torch"):
+            self.torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def asarray(self, x):
+        """A fresh array (a copy) of the float64 data ``x`` in this backend."""
+        if self.torch is None:
+            return np.array(x, dtype=np.float64)
+        dtype = self.torch.float32 if self.float32 else self.torch.float64
+        return self.torch.tensor(np.asarray(x, dtype=np.float64), dtype=dtype)
+
+    def to_numpy(self, x):
+        """A numpy array (float64, or bool) of a result of this backend."""
+        if self.torch is not None and isinstance(x, self.torch.Tensor):
+            return x.detach().cpu().double().numpy() if x.dtype != self.torch.bool else x.numpy()
+        return np.asarray(x)
+
+    def tol(self, exact: float) -> float:
+        """The tolerance of a float64 check on this backend (float32: FLOAT32_BOUND at least)."""
+        if self.float32:
+            from mdsd_ot.torch import FLOAT32_BOUND
+
+            return max(exact, FLOAT32_BOUND)
+        return exact
