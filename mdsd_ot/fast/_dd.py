@@ -5,12 +5,12 @@ The certified prefix evaluations (:mod:`mdsd_ot.fast.series`, the closed forms
 counting the roundings along every path (Higham, Lemma 3.3):
 a computed sum of non-negative terms with at most ``D`` roundings on any path equals the exact
 value times :math:`(1 + \theta)`, :math:`|\theta| \le \gamma_D = D u / (1 - D u)`.  This module
-holds the pieces that make those depths small and the totals exact to double-double precision:
+holds the pieces that make those depths small and the totals exact to double-double precision (the complements :math:`T - q(D)` of the heavy
+sets are sums of non-negative terms instead, :func:`mdsd_ot.fast._moments.complement`):
 
 - :func:`cumsum_blocked` — a cumulative sum in blocks of :data:`BLOCK`, so the depth is about
   :math:`3 V^{1/3}` instead of V (:func:`depth_cumsum`);
-- :func:`accurate_sum` — row totals as ``hi + lo`` by a pairwise tree of error-free TwoSum steps;
-- :func:`dd_complement` — :math:`T - q(D)` with full relative accuracy even when it is tiny.
+- :func:`accurate_sum` — row totals as ``hi + lo`` by a pairwise tree of error-free TwoSum steps.
 
 Everything runs on numpy arrays and torch tensors alike (array-API namespace ``xp``) and reads
 nothing back to the host.
@@ -29,7 +29,6 @@ __all__ = [
     "depth_cumsum",
     "cumsum_blocked",
     "accurate_sum",
-    "dd_complement",
 ]
 
 #: Unit roundoff of float64.
@@ -94,19 +93,3 @@ def accurate_sum(x: Any, xp: Any) -> tuple[Any, Any, Any]:
     # naive summation of the errors: any order, depth <= count - 1
     eta = gamma(float(total_err_terms)) * xp.sum(xp.abs(E), axis=-1)
     return hi, lo, eta
-
-
-def dd_complement(hi: Any, lo: Any, qs: Any) -> Any:
-    """``hi + lo - qs.sum(-1)`` with relative accuracy (TwoSum chain, then one rounding).
-
-    ``hi``, ``lo`` have shape (B,), ``qs`` (B, N, a); returns (B, N).
-    """
-    h = qs[..., 0] * 0.0 + hi[:, None]
-    lo_acc = qs[..., 0] * 0.0 + lo[:, None]
-    for r in range(qs.shape[-1]):
-        b = -qs[..., r]
-        s = h + b
-        bb = s - h
-        lo_acc = lo_acc + ((h - (s - bb)) + (b - bb))
-        h = s
-    return h + lo_acc

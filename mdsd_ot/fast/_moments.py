@@ -10,7 +10,7 @@ For the m heaviest tokens A of a row (in prefix order) and every heavy prefix se
    G_D(w) = \frac{1}{d(D) - w} \sum_{x \in D} q(x)\, G_{D \setminus x}(w),
 
 by the positive recursion of :mod:`mdsd_ot.fast.series` (every term positive, :math:`d(D) = T -
-q(D)` in double-double), over the subsets of A of size at most n - 1 enumerated once in colex
+q(D)` as a sum of non-negative terms, :func:`complement`), over the subsets of A of size at most n - 1 enumerated once in colex
 order (:func:`colex`).  The small exact tables of the series (Stirling numbers, cumulant
 coefficients, the weights of the rounding bound) are here too.
 """
@@ -26,9 +26,17 @@ import numpy as np
 from array_api_compat import device
 
 from . import _backend as bk
-from ._dd import U, cumsum_blocked, dd_complement, depth_cumsum
+from ._dd import U, cumsum_blocked, depth_cumsum
 
-__all__ = ["stirling2", "kappa_table", "beta_weights", "n_subsets", "colex", "heavy_moments"]
+__all__ = [
+    "stirling2",
+    "kappa_table",
+    "beta_weights",
+    "n_subsets",
+    "colex",
+    "complement",
+    "heavy_moments",
+]
 
 
 @cache
@@ -102,8 +110,24 @@ def colex(m: int, n: int) -> tuple:
     return tuple(out)
 
 
+def complement(delta_a: Any, top_a: Any, qs: Any, xp: Any) -> Any:
+    r""":math:`d(D) = T - q(D)` for subsets D of size a, as a sum of non-negative terms.
+
+    With :math:`t_1 \ge \dots \ge t_a` the a largest masses of the row (``top_a``, (B, a)),
+    :math:`\delta_a = T - \sum_i t_i` (the mass outside them, summed directly, (B,)) and
+    :math:`s_1 \ge \dots \ge s_a` the masses of D sorted (``qs``, (B, N, a), any order),
+
+    .. math:: d(D) = \delta_a + \sum_{i=1}^{a} (t_i - s_i), \qquad t_i \ge s_i,
+
+    every term non-negative and every difference correctly rounded, so d(D) keeps its relative
+    accuracy however small it is (a double-double ``T - q(D)`` loses it below about 1e-32 T).
+    """
+    s = qs if qs.shape[-1] == 1 else -xp.sort(-qs, axis=-1)  # descending
+    return delta_a[:, None] + xp.sum(top_a[:, None, :] - s, axis=-1)
+
+
 def heavy_moments(
-    qA: Any, T_hi: Any, T_lo: Any, theta_d: Any, tau: Any, K: int, n: int, xp: Any
+    qA: Any, T: Any, delta: Any, top: Any, theta_d: Any, tau: Any, K: int, n: int, xp: Any
 ) -> tuple[Any, Any]:
     r"""Scaled moments :math:`\tilde J_{a,k}(s) = \tau^k k!\,[w^k] \sum_{D \subseteq A_s,|D|=a} G_D`.
 
@@ -111,11 +135,11 @@ def heavy_moments(
     entries.  Returns ``J`` of shape (B, n, K+1, m+1) (zero where a > s) and the rounding depth
     D_J (B,): every entry is the exact value times :math:`(1+\theta)`,
     :math:`|\theta| \le \gamma_{D_J}`.  ``theta_d`` (B,) bounds the relative error of every
-    computed :math:`d(D)`.
+    computed :math:`d(D)` (:func:`complement`, from the masses ``delta`` (B, n) outside the
+    ``top`` (B, n - 1) largest masses).
     """
     B, m = qA.shape
     step = theta_d / U + 4.0  # per Taylor order: k*tau, product, sum, division (+ error of d)
-    T = T_hi + T_lo
     kt = [k * tau for k in range(K + 1)]  # (B,) each
     g_cols = [1.0 / T]
     for k in range(1, K + 1):
@@ -131,7 +155,7 @@ def heavy_moments(
         cols = bk.const(qA, ("cols", m, n, a), lambda layer=layer: layer[2])
         N = sub.shape[0]
         qs = xp.reshape(xp.take(qA, xp.reshape(sub, (-1,)), axis=1), (B, N, a))
-        d = dd_complement(T_hi, T_lo, qs)  # (B, N)
+        d = complement(delta[:, a], top[:, :a], qs, xp)  # (B, N)
         f = qs[:, :, 0:1] * xp.take(g, ranks[0], axis=1)
         for r in range(1, a):
             f = f + qs[:, :, r : r + 1] * xp.take(g, ranks[r], axis=1)

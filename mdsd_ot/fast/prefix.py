@@ -54,6 +54,7 @@ def sort_key(p: Any, q: Any) -> Any:
     r"""The sort key :math:`p(i)/q(i)` (one division).
 
     :math:`p = 0 < q` gives 0 (first), :math:`q = 0 < p` gives :math:`+\infty` (last).  The
+    A huge ratio that overflows to :math:`+\infty` sorts last, where it belongs.  The
     remaining case :math:`p = q = 0` gives NaN, which numpy and torch sort after every number;
     its place does not matter anyway, since a token with :math:`p = q = 0` changes neither
     :math:`P` nor :math:`Q` of any set (for every q-based law, a zero-mass token is never drawn).
@@ -64,7 +65,7 @@ def sort_key(p: Any, q: Any) -> Any:
     >>> sort_key(np.array([0.5, 0.0, 0.5, 0.0]), np.array([0.25, 0.25, 0.0, 0.5])).tolist()
     [2.0, 0.0, inf, 0.0]
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return p / q
 
 

@@ -125,7 +125,7 @@ import numpy as np
 from array_api_compat import device, is_numpy_array, is_torch_array
 
 from . import _backend as bk
-from ._dd import U, accurate_sum, cumsum_blocked, dd_complement, depth_cumsum, gamma
+from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 from ._moments import beta_weights, heavy_moments, kappa_table, n_subsets
 
 __all__ = ["N_MAX", "PLANS", "series", "series_rows"]
@@ -175,7 +175,27 @@ def _tail_factor(K: int, a: int, rho: Any, xp: Any) -> Any:
 
 
 def series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tuple[Any, Any]:
-    """Q on every prefix and the error bound for the (B, V) float64 rows ``q``, n >= 2."""
+    r"""Q on every prefix k = 0..V and the certified bound per row, (B, V) float64 rows, n >= 2.
+
+    ``plan`` = (heavy tokens m, Taylor order K) overrides :data:`PLANS` (the tests force early
+    truncation with it).  Masses near the bottom of the float range (below about 1e-290) can
+    overflow the unused high-order heavy moments (and ``0 * inf`` on prefixes whose value is then
+    set exactly); numpy's overflow, underflow and invalid-value warnings are silenced here, and
+    a bound that could not be formed is reported as ``inf``, never NaN.
+
+    Examples
+    --------
+    >>> Q, err = series(np.array([[0.4, 0.1, 0.3, 0.2]]), 3, np)
+    >>> round(float(Q[0, 3]), 12), bool(err[0] < 1e-12)  # Q({0, 1, 2}) = 76/315
+    (0.24126984127, True)
+    """
+    if is_numpy_array(q):
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            return _series(q, n, xp, plan)
+    return _series(q, n, xp, plan)
+
+
+def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any, Any]:
     B, V = q.shape
     m_plan, K = plan if plan is not None else PLANS[n]
     m = min(m_plan, V)
@@ -190,6 +210,7 @@ def series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tupl
 
 
 def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
+    """:func:`series` for a group of rows with the plan (m, K) fixed (the heavy part's size)."""
     B, V = q.shape
     T_hi, T_lo, T_eta = accurate_sum(q, xp)
     T = T_hi + T_lo
@@ -201,22 +222,28 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
         qtop, itop = bk.topk(q, V)
         tau = xp.zeros_like(T)
     light = tau > 0.0
-    tau = xp.where(light, tau, xp.ones_like(tau))  # no light mass: any scale will do
     heavy_pos = bk.sort_int(itop[:, :m])
     qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
+    hmask = bk.mark(heavy_pos, q)
+    qlight = xp.where(hmask, xp.zeros_like(q), q)
 
-    # d(D) and delta_a = d(top-a set), relative accuracy theta_d (double-double complement)
-    delta = xp.stack(
-        [T] + [dd_complement(T_hi, T_lo, qtop[:, None, :a])[:, 0] for a in range(1, n)],
-        axis=-1,
-    )  # (B, n)
-    theta_d = xp.full_like(T, 64 * U)
-    for _ in range(2):  # d(D) >= delta_{n-1} (1 - theta_d): a lower bound for the error terms
-        dmin = delta[:, n - 1] * (1 - 2 * theta_d)
-        theta_d = 2.01 * U + (T_eta + n * U * (xp.abs(T_lo) + n * U * T)) / dmin
+    # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
+    # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
+    L_hi, L_lo, L_eta = accurate_sum(qlight, xp)
+    qL = L_hi + L_lo
+    suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
+    suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
+    delta = xp.stack([suffix[:, a] + qL for a in range(n)], axis=-1)  # (B, n)
+    rel_L = xp.where(qL > 0, L_eta / xp.where(qL > 0, qL, xp.ones_like(qL)), xp.zeros_like(qL))
+    theta_d = 1.01 * (gamma(float(m + 3 * n + 4)) + rel_L + T_eta / T)
     delta_lo = delta * (1.0 - 2.0 * theta_d)[:, None]
+    # no light mass: the scale only enters the unused higher moments; tau <= d(D) for every
+    # heavy set D keeps them bounded (a scale of 1 overflowed when d(D) is near 1e-16)
+    tau = xp.where(light, tau, delta_lo[:, n - 1])
 
-    J, D_J = heavy_moments(qA, T_hi, T_lo, theta_d, tau, K, n, xp)  # (B, n, K+1, m+1)
+    J, D_J = heavy_moments(
+        qA, T, delta, qtop[:, : n - 1], theta_d, tau, K, n, xp
+    )  # (B, n, K+1, m+1)
     Jc = [J[:, 0]]
     for a in range(1, n):
         Jc.append(Jc[-1] + J[:, a])
@@ -242,12 +269,11 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
     beta = xp.stack(beta, axis=1) * scale
     tcoef = xp.stack(tcoef, axis=1) * scale
 
-    hmask = bk.mark(heavy_pos, q)
     seg = xp.cumulative_sum(xp.astype(hmask, xp.int64), axis=-1)  # segment of prefix k+1
     npos = xp.cumulative_sum(xp.astype(pos, xp.int64), axis=-1)
     lam = xp.flip(cumsum_blocked(xp.flip(q, axis=-1), xp), axis=-1)  # q of tokens k.. (prefix k)
     lam = xp.concat([lam[:, 1:], bk.zeros(xp, (B, 1), q)], axis=-1)  # lambda of prefix k+1
-    u = xp.where(hmask, xp.zeros_like(q), q) / tau[:, None]
+    u = qlight / tau[:, None]
 
     kind = bk.kind(q)
     C = min(V, max(_CHUNK_MIN[kind], _CHUNK_ELEMS[kind] // B))
@@ -310,4 +336,4 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
         Q_parts.append(Qc)
         bound = xp.maximum(bound, xp.max(Bc, axis=-1))
     Q = xp.concat([bk.zeros(xp, (B, 1), q)] + Q_parts, axis=-1)
-    return Q, bound
+    return Q, xp.where(xp.isnan(bound), xp.full_like(bound, math.inf), bound)

@@ -41,7 +41,10 @@ def _rows(q_sorted: Any, n: Any, name: str = "q_sorted") -> tuple[Any, Any, int,
     if n > N_MAX:
         raise ValueError(f"n: prefix_Q_without supports n <= {N_MAX}, got {n}")
     if not bk.is_array(q_sorted):
-        q_sorted = np.asarray(q_sorted, dtype=np.float64)
+        q_sorted = np.asarray(q_sorted)
+        if q_sorted.dtype == object:  # Fractions and other numbers
+            q_sorted = q_sorted.astype(np.float64)
+    V_.check_dtype(q_sorted, name)  # the validator's dtype rule: no complex, no booleans
     xp = array_namespace(q_sorted)
     q = xp.astype(q_sorted, xp.float64)
     if q.ndim not in (1, 2) or q.shape[-1] == 0:
