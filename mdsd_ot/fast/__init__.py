@@ -70,14 +70,14 @@ def _is_device_array(x: Any) -> bool:
     return bk.is_array(x) and not isinstance(x, np.ndarray)
 
 
-def _validated(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, bool]:
-    """Validated (B, V) rows on their own device, and whether the input was one row."""
+def _validated(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, Any, bool]:
+    """Validated (B, V) rows on their own device, their sums, whether the input was one row."""
     if _is_device_array(p) or _is_device_array(q):
         p, q = _same_library(p, q)
-        P, Q = check_array(p, q, n, kernel)
-        return P, Q, p.ndim == 1
-    P, Q = check_numpy(p, q, n, kernel)
-    return P, Q, np.ndim(p) == 1
+        P, Q, sums = check_array(p, q, n, kernel)
+        return P, Q, sums, p.ndim == 1
+    P, Q, sums = check_numpy(p, q, n, kernel)
+    return P, Q, sums, np.ndim(p) == 1
 
 
 def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
@@ -98,6 +98,7 @@ def alpha_star(
     n: int | None = None,
     scheme: str | None = None,
     return_set: bool = False,
+    path: str = "auto",
 ):
     r"""Exact α* for a q-convex draft law by the prefix algorithm (T7), batched.
 
@@ -122,6 +123,10 @@ def alpha_star(
         ``"greedy"``, ``"spechub"`` (n = 2) or ``"single"`` (n = 1).
     return_set : bool
         Also return an optimal H as a boolean mask in the original token order.
+    path : str
+        ``"auto"`` (default): bucket-and-bound for with, without and conditional Poisson from
+        :data:`mdsd_ot.fast.solver.BUCKET_MIN_V` tokens on (:mod:`mdsd_ot.fast.bucket`: no full
+        sort; the same α*), sorting below; ``"sort"`` or ``"bucket"`` force one route.
 
     Returns
     -------
@@ -150,8 +155,8 @@ def alpha_star(
     0.585714285714
     """
     kernel, n, q = _route(q, n, scheme)
-    P, Q, single_row = _validated(p, q, n, kernel)
-    alpha, H, _ = solve_rows(P, Q, n, kernel, return_set)
+    P, Q, sums, single_row = _validated(p, q, n, kernel)
+    alpha, H, _ = solve_rows(P, Q, n, kernel, return_set, sums=sums, path=path)
     if single_row:
         alpha = float(alpha[0]) if isinstance(alpha, np.ndarray) else alpha[0]
         H = None if H is None else H[0]
@@ -189,8 +194,8 @@ def alpha_star_laws(p: Any, q: Any, laws: list[tuple[str, int]]) -> dict[tuple[s
     routes = [check_scheme_n(s, n) for s, n in laws]
     distinct = [(n, k) for k, n in routes if k in DISTINCT and n > 1]
     need, strict = max(distinct) if distinct else (1, "with")  # the strictest support check
-    P, Q, single_row = _validated(p, q, need, strict)
-    alphas = solve_rows_laws(P, Q, routes)
+    P, Q, sums, single_row = _validated(p, q, need, strict)
+    alphas = solve_rows_laws(P, Q, routes, sums=sums)
     out = {}
     for (s, n), a in zip(laws, alphas, strict=True):
         out[(s, n)] = (float(a[0]) if isinstance(a, np.ndarray) else a[0]) if single_row else a

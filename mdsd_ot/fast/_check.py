@@ -53,18 +53,19 @@ def _support_error(Q: Any, n: int, kernel: str, batched: bool) -> None:
     V_.check_support(Qn[row], n, kernel, f"q[{row}]" if batched else "q")
 
 
-def check_numpy(p: Any, q: Any, n: int, kernel: str) -> tuple[np.ndarray, np.ndarray]:
-    """Validate numpy-like inputs (one fused pass per array); float64 (B, V) rows summing to 1."""
+def check_numpy(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[Any, Any]]:
+    """Validate numpy-like inputs (one fused pass per array): float64 (B, V) rows clipped at 0
+    (the inputs themselves when nothing needed clipping) and their row sums (p's, q's)."""
     _check_shapes(np.shape(p), np.shape(q))
     P, sp, single = V_.prob_rows(p, "p")
     Q, sq, _ = V_.prob_rows(q, "q")
     if kernel in DISTINCT and n > 1 and np.any(np.count_nonzero(Q, axis=-1) < n):
         _support_error(Q, n, kernel, batched=not single)
-    return V_.normalise(P, sp), V_.normalise(Q, sq)
+    return P, Q, (sp, sq)
 
 
-def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any]:
-    """Validate tensors (any array-API library) on their device; clipped, renormalised rows.
+def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[Any, Any]]:
+    """Validate tensors (any array-API library) on their device: rows clipped at 0, row sums.
 
     The dtype rule, the meta device and gradients are handled by
     :func:`mdsd_ot._validate.device_rows`; the per-row flags are reduced on the device and read
@@ -90,4 +91,4 @@ def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any]:
         if not bool(xp.all(okq)):
             V_.raise_first_bad_row(Q, ~okq, "q", tol, batched)
         _support_error(bk.clip(Q, 0.0, None), n, kernel, batched)
-    return bk.clip(P, 0.0, None) / sp[:, None], bk.clip(Q, 0.0, None) / sq[:, None]
+    return bk.clip(P, 0.0, None), bk.clip(Q, 0.0, None), (sp, sq)

@@ -51,10 +51,11 @@ __all__ = [
 
 
 def sort_key(p: Any, q: Any) -> Any:
-    r"""The sort key :math:`p(i)/q(i)` (one division).
+    r"""The sort key :math:`|p(i)/q(i)|` (one division, its sign bit cleared in place).
 
-    :math:`p = 0 < q` gives 0 (first), :math:`q = 0 < p` gives :math:`+\infty` (last).  The
-    A huge ratio that overflows to :math:`+\infty` sorts last, where it belongs.  The
+    :math:`p = 0 < q` gives 0 (first), :math:`q = 0 < p` gives :math:`+\infty` (last), also when
+    the zero is a signed ``-0.0`` (hence the absolute value: :math:`p/(-0) = -\infty` would sort
+    first).  A huge ratio that overflows to :math:`+\infty` sorts last, where it belongs.  The
     remaining case :math:`p = q = 0` gives NaN, which numpy and torch sort after every number;
     its place does not matter anyway, since a token with :math:`p = q = 0` changes neither
     :math:`P` nor :math:`Q` of any set (for every q-based law, a zero-mass token is never drawn).
@@ -62,11 +63,14 @@ def sort_key(p: Any, q: Any) -> Any:
     Examples
     --------
     >>> import numpy as np
-    >>> sort_key(np.array([0.5, 0.0, 0.5, 0.0]), np.array([0.25, 0.25, 0.0, 0.5])).tolist()
+    >>> sort_key(np.array([0.5, 0.0, 0.5, 0.0]), np.array([0.25, 0.25, -0.0, 0.5])).tolist()
     [2.0, 0.0, inf, 0.0]
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return p / q
+        key = p / q
+    if isinstance(key, np.ndarray):
+        return np.abs(key, out=key)
+    return key.abs_()
 
 
 def prefix_Q_with(qs: Any, n: int) -> Any:

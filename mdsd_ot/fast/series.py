@@ -128,7 +128,7 @@ from . import _backend as bk
 from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 from ._moments import beta_weights, heavy_moments, kappa_table, n_subsets
 
-__all__ = ["N_MAX", "PLANS", "series", "series_rows"]
+__all__ = ["N_MAX", "PLANS", "series", "series_rows", "series_setup", "series_eval"]
 
 #: Largest number of drafts supported by :func:`mdsd_ot.fast.without.prefix_Q_without`.
 N_MAX: int = 8
@@ -209,12 +209,20 @@ def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any,
     return xp.concat([Q for Q, _ in parts], axis=0), xp.concat([e for _, e in parts], axis=0)
 
 
-def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
-    """:func:`series` for a group of rows with the plan (m, K) fixed (the heavy part's size)."""
+def series_setup(q: Any, n: int, xp: Any, m: int, K: int, order: Any = None) -> dict[str, Any]:
+    r"""The per-row part of the series: heavy tokens, their exact moments, the bound's weights.
+
+    Everything that does not depend on the prefix: the m heaviest tokens A of each row (one
+    ``topk``), the light scale :math:`\tau`, the moments :math:`\tilde J` of every heavy prefix set
+    (:func:`mdsd_ot.fast._moments.heavy_moments`) and the per-segment coefficients of the error
+    bound.  The heavy tokens are taken in *chain order*: ``order(idx)`` sorts the (B, m) heavy
+    indices into the order in which the prefixes add them (default: by position, for q already
+    in prefix order).  Returns a dict read by :func:`series_eval` (``heavy`` holds the ordered
+    heavy indices, ``qlight`` the row with the heavy masses zeroed, ``tau`` the scale).
+    """
     B, V = q.shape
-    T_hi, T_lo, T_eta = accurate_sum(q, xp)
+    T_hi, T_lo, T_eta = accurate_sum(q, xp, extended=True)  # complements do not use T
     T = T_hi + T_lo
-    pos = q > 0
     if m < V:
         qtop, itop = bk.topk(q, m + 1)
         tau = qtop[:, m]  # the largest light mass
@@ -222,14 +230,14 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
         qtop, itop = bk.topk(q, V)
         tau = xp.zeros_like(T)
     light = tau > 0.0
-    heavy_pos = bk.sort_int(itop[:, :m])
+    heavy_pos = bk.sort_int(itop[:, :m]) if order is None else order(itop[:, :m])
     qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
     hmask = bk.mark(heavy_pos, q)
     qlight = xp.where(hmask, xp.zeros_like(q), q)
 
     # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
     # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
-    L_hi, L_lo, L_eta = accurate_sum(qlight, xp)
+    L_hi, L_lo, L_eta = accurate_sum(qlight, xp, extended=True)
     qL = L_hi + L_lo
     suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
     suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
@@ -266,73 +274,100 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
             tc = tc + JK * xp.where(JK > 0, (lk * tf)[:, None], xp.zeros_like(JK))
         tcoef.append(tc)
     scale = (gJ * 1.01)[:, None, None]
-    beta = xp.stack(beta, axis=1) * scale
-    tcoef = xp.stack(tcoef, axis=1) * scale
+    J0 = Jh[:, n - 1, :, 0]  # (B, K+1)
+    hank = bk.const(q, ("hankel", K), lambda: np.add.outer(np.arange(K + 1), np.arange(K + 1)))
+    J0p = xp.concat([J0, xp.zeros_like(J0)], axis=-1)
+    return {
+        "n": n,
+        "K": K,
+        "tau": tau,
+        "heavy": heavy_pos,
+        "hmask": hmask,
+        "qlight": qlight,
+        "Jh": Jh,
+        "J0": J0,
+        "Ht": xp.reshape(xp.take(J0p, xp.reshape(hank, (-1,)), axis=1), (B, K + 1, K + 1)),
+        "kap": bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n)),  # (K+1, n)
+        "beta": xp.stack(beta, axis=1) * scale,
+        "tcoef": xp.stack(tcoef, axis=1) * scale,
+        "D_J": D_J,
+    }
 
-    seg = xp.cumulative_sum(xp.astype(hmask, xp.int64), axis=-1)  # segment of prefix k+1
-    npos = xp.cumulative_sum(xp.astype(pos, xp.int64), axis=-1)
+
+def series_eval(
+    ctx: dict[str, Any], pi: Any, sg: Any, lm: Any, npos: Any, D_cum: int, xp: Any
+) -> tuple[Any, Any]:
+    r"""Q and its certified error at C chain points per row, from additive statistics.
+
+    ``pi`` (B, K+1, C): the light power sums :math:`\pi_j = \sum_{y \in L \cap H} (q_y/\tau)^j`
+    of each point's set H (row 0 unused); ``sg`` (B, C): how many heavy tokens H holds (they enter
+    in chain order); ``lm`` (B, C): :math:`\lambda = q(H^c)`; ``npos`` (B, C): how many tokens of
+    positive mass H holds; ``D_cum``: the rounding depth of the sums that formed ``pi``.
+    Returns (Q, bound), both (B, C).
+    """
+    n, K = ctx["n"], ctx["K"]
+    Jh, J0, Ht, kap, beta, tcoef = (ctx[k] for k in ("Jh", "J0", "Ht", "kap", "beta", "tcoef"))
+    D_Lam = (2 * K - 1) + D_cum + 2
+    D_arith = (n - 1) * (K + n + 4) + 2 * (K + 2) + 3 * n + 10
+    gD = gamma(1.25 * (D_cum + 1 + ctx["D_J"] + (n - 1) * D_Lam + D_arith) + 20)[:, None]
+    Lam = [None] + [kap[:, i][None, :, None] * pi for i in range(1, n)]
+    c = [None] * n
+    S = bk.take_seg(Jh[:, 0, 0:1], sg)[:, 0]
+    for l in range(1, n - 1):
+        acc = l * Lam[l]
+        for i in range(1, l):
+            acc = acc + i * _mul(Lam[i], c[l - i], i, l - i, K, xp)
+        c[l] = acc / l
+        S = S + xp.sum(c[l] * bk.take_seg(Jh[:, l], sg), axis=1)
+    top = (n - 1) * xp.sum(Lam[n - 1] * J0[:, :, None], axis=1)
+    for i in range(1, n - 1):
+        top = top + i * xp.sum(Lam[i] * _matmul(Ht, c[n - 1 - i], xp), axis=1)
+    S = S + top / (n - 1)
+    Qc = 1.0 - lm * S
+    p1 = pi[:, 1]
+    s_abs = bk.take_seg(beta[:, 0:1], sg)[:, 0]
+    tail = xp.zeros_like(p1)
+    p1l = xp.ones_like(p1)
+    for l in range(1, n):
+        p1l = p1l * p1
+        s_abs = s_abs + p1l * bk.take_seg(beta[:, l : l + 1], sg)[:, 0]
+        tc = bk.take_seg(tcoef[:, l : l + 1], sg)[:, 0]
+        tail = tail + xp.where(p1l > 0, p1l * tc, xp.zeros_like(tc))
+    Bc = (gD * lm * s_abs + lm * tail + 1.01 * U) * (1.0 + 1e-6) + 1e-290
+    exact0 = npos < n
+    exact1 = lm == 0
+    Qc = bk.clip(Qc, 0.0, 1.0)
+    Qc = xp.where(exact0, xp.zeros_like(Qc), xp.where(exact1, xp.ones_like(Qc), Qc))
+    Bc = xp.where(exact0 | exact1, xp.zeros_like(Bc), Bc)
+    return Qc, Bc
+
+
+def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
+    """:func:`series` for a group of rows with the plan (m, K) fixed (the heavy part's size)."""
+    B, V = q.shape
+    ctx = series_setup(q, n, xp, m, K)
+    seg = xp.cumulative_sum(xp.astype(ctx["hmask"], xp.int64), axis=-1)  # segment of prefix k+1
+    npos = xp.cumulative_sum(xp.astype(q > 0, xp.int64), axis=-1)
     lam = xp.flip(cumsum_blocked(xp.flip(q, axis=-1), xp), axis=-1)  # q of tokens k.. (prefix k)
     lam = xp.concat([lam[:, 1:], bk.zeros(xp, (B, 1), q)], axis=-1)  # lambda of prefix k+1
-    u = qlight / tau[:, None]
+    u = ctx["qlight"] / ctx["tau"][:, None]
 
     kind = bk.kind(q)
     C = min(V, max(_CHUNK_MIN[kind], _CHUNK_ELEMS[kind] // B))
     n_chunks = -(-V // C)
     D_cum = max(depth_cumsum(V), depth_cumsum(C) + n_chunks)
-    D_Lam = (2 * K - 1) + D_cum + 2
-    D_arith = (n - 1) * (K + n + 4) + 2 * (K + 2) + 3 * n + 10
-    gD = gamma(1.25 * (D_cum + 1 + D_J + (n - 1) * D_Lam + D_arith) + 20)[:, None]  # (B, 1)
-
-    kap = bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n))  # (K+1, n)
-    J0 = Jh[:, n - 1, :, 0]  # (B, K+1)
-    hank = bk.const(q, ("hankel", K), lambda: np.add.outer(np.arange(K + 1), np.arange(K + 1)))
-    J0p = xp.concat([J0, xp.zeros_like(J0)], axis=-1)
-    Ht = xp.reshape(xp.take(J0p, xp.reshape(hank, (-1,)), axis=1), (B, K + 1, K + 1))
-
     carry = xp.zeros((B, K, 1), dtype=q.dtype, device=device(q))
-    Q_parts, bound = [], xp.zeros_like(T)
+    Q_parts, bound = [], xp.zeros_like(ctx["tau"])
     for t0 in range(0, V, C):
         t1 = min(V, t0 + C)
         uc = u[:, t0:t1]
         pw = [uc]
         for _ in range(1, K):
             pw.append(pw[-1] * uc)
-        Pi = (
-            cumsum_blocked(xp.stack(pw, axis=1), xp) + carry
-        )  # (B, K, C): pi_j of prefixes t0+1..t1
+        Pi = cumsum_blocked(xp.stack(pw, axis=1), xp) + carry  # (B, K, C): prefixes t0+1..t1
         carry = Pi[:, :, -1:]
         pi = xp.concat([bk.zeros(xp, (B, 1, t1 - t0), q), Pi], axis=1)  # (B, K+1, C)
-        sg = seg[:, t0:t1]
-        Lam = [None] + [kap[:, i][None, :, None] * pi for i in range(1, n)]
-        c = [None] * n
-        S = bk.take_seg(Jh[:, 0, 0:1], sg)[:, 0]
-        for l in range(1, n - 1):
-            acc = l * Lam[l]
-            for i in range(1, l):
-                acc = acc + i * _mul(Lam[i], c[l - i], i, l - i, K, xp)
-            c[l] = acc / l
-            S = S + xp.sum(c[l] * bk.take_seg(Jh[:, l], sg), axis=1)
-        top = (n - 1) * xp.sum(Lam[n - 1] * J0[:, :, None], axis=1)
-        for i in range(1, n - 1):
-            top = top + i * xp.sum(Lam[i] * _matmul(Ht, c[n - 1 - i], xp), axis=1)
-        S = S + top / (n - 1)
-        lm = lam[:, t0:t1]
-        Qc = 1.0 - lm * S
-        p1 = pi[:, 1]
-        s_abs = bk.take_seg(beta[:, 0:1], sg)[:, 0]
-        tail = xp.zeros_like(p1)
-        p1l = xp.ones_like(p1)
-        for l in range(1, n):
-            p1l = p1l * p1
-            s_abs = s_abs + p1l * bk.take_seg(beta[:, l : l + 1], sg)[:, 0]
-            tc = bk.take_seg(tcoef[:, l : l + 1], sg)[:, 0]
-            tail = tail + xp.where(p1l > 0, p1l * tc, xp.zeros_like(tc))
-        Bc = (gD * lm * s_abs + lm * tail + 1.01 * U) * (1.0 + 1e-6) + 1e-290
-        exact0 = npos[:, t0:t1] < n
-        exact1 = lm == 0
-        Qc = bk.clip(Qc, 0.0, 1.0)
-        Qc = xp.where(exact0, xp.zeros_like(Qc), xp.where(exact1, xp.ones_like(Qc), Qc))
-        Bc = xp.where(exact0 | exact1, xp.zeros_like(Bc), Bc)
+        Qc, Bc = series_eval(ctx, pi, seg[:, t0:t1], lam[:, t0:t1], npos[:, t0:t1], D_cum, xp)
         Q_parts.append(Qc)
         bound = xp.maximum(bound, xp.max(Bc, axis=-1))
     Q = xp.concat([bk.zeros(xp, (B, 1), q)] + Q_parts, axis=-1)

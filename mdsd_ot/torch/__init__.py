@@ -52,6 +52,7 @@ def alpha_star(
     n: int | None = None,
     scheme: str | None = None,
     return_set: bool = False,
+    path: str = "auto",
 ):
     r"""Exact α* for q-convex draft laws on torch tensors (see :func:`mdsd_ot.fast.alpha_star`).
 
@@ -69,6 +70,8 @@ def alpha_star(
         ``"single"`` (with an array ``q``).
     return_set : bool
         Also return an optimal H as a boolean mask (original token order).
+    path : str
+        ``"auto"``, ``"sort"`` or ``"bucket"``, as in :func:`mdsd_ot.fast.alpha_star`.
 
     Returns
     -------
@@ -100,7 +103,7 @@ def alpha_star(
         p = p if isinstance(p, torch.Tensor) else _own_tensor(torch, p)
     else:
         p, q = _as_tensors(torch, p, q)
-    return fast.alpha_star(p, q, n=n, scheme=scheme, return_set=return_set)
+    return fast.alpha_star(p, q, n=n, scheme=scheme, return_set=return_set, path=path)
 
 
 def _own_tensor(torch: Any, x: Any) -> Any:

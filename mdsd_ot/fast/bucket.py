@@ -1,0 +1,308 @@
+r"""α* below the cost of one sort: bucket the ratios, bound each bucket, sort only the survivors.
+
+The optimum of T7 is a prefix of the tokens in the order of :math:`r = p/q`.  Instead of sorting
+all V ratios, one linear pass puts every token in a *bucket* of ratios (the float's exponent and
+its top :data:`SUB_BITS` mantissa bits: 16 buckets per octave over :math:`2^{\pm 32}`, two end
+buckets for the rest) and histograms, per bucket, p and the few statistics the law's Q needs
+(:mod:`mdsd_ot.fast.chain`).  Cumulative sums over the buckets give the objective
+:math:`f = P - Q` exactly at every bucket boundary (each is a prefix of the sorted order), so
+
+.. math::
+
+   UB = \min_{j} f(H_{<j}) \;\ge\; \min_k f(H_k) = \alpha^* - 1 .
+
+Inside bucket b (ratios in :math:`[r_{lo}, r_{hi})`, masses :math:`p_b, q_b`) any prefix adds a
+set S of the bucket with :math:`t = q(S)`; then :math:`P \ge \max(P_b + r_{lo} t,\;
+P_{b+1} - r_{hi}(q_b - t))` (P grows at a rate between :math:`r_{lo}` and :math:`r_{hi}` per
+unit of q), and Q lies below the chord between the bucket's ends (Q is convex along every chain:
+q-convexity, T5).  The bound
+
+.. math::
+
+   LB_b = \min_{t \in \{0,\ t^*,\ q_b\}} \Bigl[\max(P_b + r_{lo} t,\ P_{b+1} - r_{hi}(q_b - t))
+          - Q_b - (Q_{b+1} - Q_b)\,t / q_b\Bigr],
+   \qquad t^* = \frac{r_{hi} q_b - p_b}{r_{hi} - r_{lo}},
+
+is piecewise linear in t, so its minimum sits at one of the three points.  A bucket with
+:math:`LB_b \ge UB - \text{tol}` cannot hold a better prefix; the others (usually one bucket of
+a few thousand tokens) are sorted and scanned exactly, their statistics continuing from the
+bucket's boundary.  The result is the sorting path's α* (the same prefix minimum, summed in
+another order; ``tol`` = :data:`TOL` plus the law's own error bound).
+
+A row falls back to the sorting path when its survivors exceed :data:`MAX_FRACTION` of V (all
+ratios equal, say) or when the law cannot bound its error (conditional Poisson with an
+ill-conditioned light part).  numpy and torch run the same code; on torch the histograms are
+``scatter_add_``, there is no per-row loop, and the only host synchronisation reads the
+survivor counts (which fix the shape of the second phase).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _backend as bk
+from .chain import CHAINS, Chain, chain_for
+from .prefix import sort_key
+from .scan import solve_sorted
+
+__all__ = ["SUB_BITS", "HALF_WINDOW", "TOL", "MAX_FRACTION", "solve_bucketed", "supports"]
+
+#: Mantissa bits per bucket: 2**SUB_BITS buckets per octave of p/q.
+SUB_BITS: int = 4
+#: Buckets cover p/q in [2**-HALF_WINDOW, 2**HALF_WINDOW); two end buckets hold the rest.
+HALF_WINDOW: int = 32
+#: Absolute slack of the pruning test (beyond the law's own error bound).
+TOL: float = 1e-13
+#: A row whose surviving buckets hold more than this share of V is sorted instead.
+MAX_FRACTION: float = 0.25
+
+_U = 2.0**-53
+
+
+def supports(kernel: str) -> bool:
+    """Whether the bucket path has a chain evaluator for this kernel."""
+    return kernel in CHAINS
+
+
+def _excl(x: Any, xp: Any) -> Any:
+    """Cumulative sums along the last axis with a leading 0: entry j sums the first j terms."""
+    return bk.exclusive(xp.cumulative_sum(x, axis=-1), xp)
+
+
+def _suffix(x: Any, xp: Any) -> Any:
+    """Entry j = sum of the terms j.. (a trailing 0): the mass *outside* the first j buckets."""
+    s = xp.flip(xp.cumulative_sum(xp.flip(x, axis=-1), axis=-1), axis=-1)
+    return xp.concat([s, xp.zeros_like(s[:, :1])], axis=-1)
+
+
+def solve_bucketed(
+    p: Any, q: Any, sp: Any, sq: Any, n: int, kernel: str, return_set: bool = False
+) -> tuple[Any, Any, Any]:
+    r"""α* of validated (B, V) rows by bucket-and-bound; ``(alpha, H or None, err)``.
+
+    ``p``, ``q`` are non-negative rows (not necessarily normalised) with row sums ``sp``, ``sq``
+    (the law is that of the normalised rows).  ``err`` is the law's error bound per row, as in
+    :func:`mdsd_ot.fast.scan.solve_sorted`.  Rows the bounds cannot settle cheaply are solved
+    by the sorting path.
+
+    Examples
+    --------
+    >>> p, q = np.array([[0.05, 0.05, 0.9]]), np.array([[0.5, 0.3, 0.2]])
+    >>> a, H, err = solve_bucketed(p, q, np.ones(1), np.ones(1), 2, "without", True)
+    >>> round(float(a[0]), 12), H.tolist()  # exact: 41/70
+    (0.585714285714, [[True, True, False]])
+    """
+    xp = bk.namespace(p, q)
+    B, V = p.shape
+    law = chain_for(kernel, n)
+    st = _phase1(p, q, sp, sq, law, xp)
+    counts, fallback = st["counts"], st["fallback"]
+    if bk.is_torch(p):  # the one host synchronisation: survivor counts and fallback flags
+        host = xp.stack([counts, xp.astype(fallback, counts.dtype)]).tolist()
+        counts, fallback = np.array(host[0]), np.array(host[1], dtype=bool)
+    rows = np.flatnonzero(~fallback)
+    alpha = xp.zeros((B,), dtype=p.dtype, device=getattr(p, "device", None))
+    H = xp.zeros((B, V), dtype=xp.bool, device=getattr(p, "device", None)) if return_set else None
+    err = xp.zeros((B,), dtype=xp.float64, device=getattr(p, "device", None))
+    if rows.size == B:
+        alpha, H, err = _phase2(st, law, int(counts.max(initial=0)), return_set, xp)
+    elif rows.size:
+        sub = {k: _rows(v, rows, xp) for k, v in st.items()}
+        a, h, e = _phase2(sub, law, int(counts[rows].max(initial=0)), return_set, xp)
+        alpha, H, err = _merge(alpha, H, err, rows, a, h, e, xp)
+    slow = np.flatnonzero(fallback)
+    if slow.size:
+        Pn = _rows(p, slow, xp) / _rows(sp, slow, xp)[:, None]
+        Qn = _rows(q, slow, xp) / _rows(sq, slow, xp)[:, None]
+        a, h, e = solve_sorted(Pn, Qn, n, kernel, return_set)
+        e = xp.zeros_like(a) + e
+        alpha, H, err = _merge(alpha, H, err, slow, a, h, xp.astype(e, xp.float64), xp)
+    return alpha, H, err
+
+
+def _rows(x: Any, rows: np.ndarray, xp: Any) -> Any:
+    """Rows ``rows`` of an array (numpy or torch), or the value itself for non-arrays."""
+    if not bk.is_array(x) or x.ndim == 0:
+        return x
+    if isinstance(x, list):  # pragma: no cover - lists of arrays
+        return [_rows(v, rows, xp) for v in x]
+    idx = xp.asarray(rows, device=getattr(x, "device", None))
+    return xp.take(x, idx, axis=0)
+
+
+def _merge(alpha, H, err, rows, a, h, e, xp):
+    idx = xp.asarray(rows, device=getattr(alpha, "device", None))
+    if bk.is_torch(alpha):
+        alpha = alpha.index_copy(0, idx, a.to(alpha.dtype))
+        err = err.index_copy(0, idx, e.to(err.dtype))
+        H = None if H is None else H.index_copy(0, idx, h)
+    else:
+        alpha[rows] = a
+        err[rows] = e
+        if H is not None:
+            H[rows] = h
+    return alpha, H, err
+
+
+def _phase1(p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any) -> dict[str, Any]:
+    """Histograms, boundary values, bounds and the survivor mask; no host synchronisation."""
+    B, V = p.shape
+    numpy = isinstance(p, np.ndarray)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = sort_key(p, q)
+    ctx = law.setup(p, q, sq, xp)
+    ids, NB = bk.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
+    Hp = bk.histogram(ids, p, None if numpy and B == 1 else NB)
+    NB = Hp.shape[-1]  # numpy, one row: up to the largest id only
+    Hs = law.histograms(ids, q, ctx, NB)
+    b0, b1 = 0, NB
+    if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)
+        occ = np.flatnonzero(np.any((Hp != 0) | (Hs[0] != 0), axis=0))
+        hb = bk.take_rows(ids, ctx["heavy"])
+        lo_h, hi_h = (int(hb.min()), int(hb.max()) + 1) if hb.size else (NB, 0)
+        b0, b1 = (int(occ[0]), int(occ[-1]) + 1) if occ.size else (0, 1)
+        b0, b1 = min(b0, lo_h), max(b1, hi_h)
+        Hp, Hs, ids_off = Hp[:, b0:b1], [h[:, b0:b1] for h in Hs], b0
+    else:
+        ids_off = 0
+    Hp = Hp / sp[:, None]
+    heavy = ctx["heavy"]
+    hb = bk.take_rows(ids, heavy) - ids_off
+    NBt = b1 - b0
+    Hhq = bk.histogram(hb, xp.astype(ctx["hq"], Hs[0].dtype), NBt)
+    Hhc = bk.histogram(hb, xp.ones_like(Hhq[:, : heavy.shape[-1]]), NBt)
+    qmass = ctx["scale"][:, None] * Hs[0] + Hhq
+    Hc = None
+    if "cnt" in law.uses:
+        Hc = bk.histogram(ids, xp.astype(q > 0, Hs[0].dtype), NB)[:, b0:b1]
+    nb = b1 - b0
+    uses = law.uses
+    P_b = _excl(Hp, xp)
+    L_b = [_excl(h, xp) for h in Hs] if "L" in uses else None
+    seg_b = xp.astype(xp.round(_excl(Hhc, xp)), xp.int64) if "seg" in uses else None
+    qc_b = _excl(qmass, xp)
+    lam_b = _suffix(qmass, xp) if "lam" in uses else None
+    cnt_b = xp.astype(xp.round(_excl(Hc, xp)), xp.int64) if "cnt" in uses else None
+    ctx["L_total"] = [L[:, -1] for L in L_b] if L_b is not None else None
+    depth = (int(np.max(Hc)) if numpy else V) + nb + 2 if Hc is not None else V + nb
+    Q_b, err_b = law.Q(ctx, L_b, seg_b, qc_b, lam_b, cnt_b, depth)
+    err_b = xp.zeros_like(sq) + err_b
+    f_b = P_b - Q_b
+    UB = xp.min(f_b, axis=-1)
+
+    edges = (p, SUB_BITS, HALF_WINDOW, b0, b1)
+    lo = bk.const(p, ("bucket-lo", *edges[1:]), lambda: bk.bucket_edges(*edges)[0])
+    hi = bk.const(p, ("bucket-hi", *edges[1:]), lambda: bk.bucket_edges(*edges)[1])
+    c = (sq / sp)[:, None]  # normalised ratio = raw ratio * sum(q) / sum(p)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rlo = xp.astype(lo, f_b.dtype) * c * (1 - 4 * _U)
+        rhi = xp.astype(hi, f_b.dtype) * c * (1 + 4 * _U)
+        finite = xp.isfinite(rhi)
+        gap = xp.where(finite, rhi - rlo, xp.ones_like(rhi))
+        t = xp.where(finite, (xp.where(finite, rhi, xp.zeros_like(rhi)) * qmass - Hp) / gap, qmass)
+        t = xp.minimum(xp.maximum(t, xp.zeros_like(t)), qmass)
+        frac = xp.where(qmass > 0, t / xp.where(qmass > 0, qmass, xp.ones_like(qmass)), t * 0)
+        chord = Q_b[:, :-1] + (Q_b[:, 1:] - Q_b[:, :-1]) * frac
+        inner = P_b[:, :-1] + rlo * t - chord
+    LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
+    survive = LB < (UB - TOL)[:, None]
+    if numpy:
+        table = np.zeros((B, NB), dtype=bool)
+        table[:, b0:b1] = survive
+    else:
+        table = survive
+    mask = bk.take_rows(table, ids)
+    counts = bk.count_true(mask)
+    fallback = (counts > MAX_FRACTION * V) | ~xp.isfinite(err_b)
+    return {
+        "p": p, "q": q, "sp": sp, "sq": sq, "ids": ids, "mask": mask,
+        "P_b": P_b, "L_b": L_b, "seg_b": seg_b, "qc_b": qc_b, "lam_b": lam_b, "cnt_b": cnt_b,
+        "f_b": f_b, "UB": UB, "err_b": err_b, "counts": counts, "fallback": fallback,
+        "ctx": ctx, "b0": b0, "depth": depth,
+    }  # fmt: skip
+
+
+def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
+    """Statistic at each survivor: its bucket's boundary value plus the run's sum up to it."""
+    E = bk.exclusive(xp.cumulative_sum(x, axis=-1), xp)  # E[j] = sum of the first j terms
+    return (bk.take_rows(boundary, bs) - bk.take_rows(E, first)) + E[:, 1:]
+
+
+def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
+    """Sort the survivors, continue the statistics from their buckets' boundaries, scan."""
+    p, q, ids, ctx = st["p"], st["q"], st["ids"], st["ctx"]
+    B, V = p.shape
+    UB, err_b, b0 = st["UB"], st["err_b"], st["b0"]
+    nb = st["P_b"].shape[-1] - 1
+    best, err = UB, err_b
+    from_s = xp.zeros(UB.shape, dtype=xp.bool, device=getattr(UB, "device", None))
+    uses = law.uses
+    if C > 0:
+        idx, valid = bk.compact(st["mask"], C)
+        ps, qs = bk.take_rows(p, idx), bk.take_rows(q, idx)
+        ks = xp.where(valid, sort_key(ps, qs), xp.full_like(ps, float("nan")))
+        perm = bk.stable_argsort(ks)
+        idx, valid = bk.take_rows(idx, perm), bk.take_rows(valid, perm)
+        ps, qs = bk.take_rows(ps, perm), bk.take_rows(qs, perm)
+        bs = xp.where(valid, bk.take_rows(ids, idx) - b0, xp.full_like(idx, nb))
+        zero = xp.zeros_like(ps)
+        ps = xp.where(valid, ps, zero) / st["sp"][:, None]
+        qs = xp.where(valid, qs, zero)
+        first = bk.searchsorted_rows(bs, bs, "left")  # the start of each survivor's run
+        heavy = ctx["heavy"]
+        hf = xp.any(idx[:, :, None] == heavy[:, None, :], axis=-1) & valid
+        P_s = _continued(st["P_b"], bs, ps, first, xp)
+        L_s = seg_s = qc_s = lam_s = cnt_s = None
+        if "L" in uses:
+            stats = law.stats(qs, ctx, hf)
+            L_s = [_continued(Lb, bs, x, first, xp) for Lb, x in zip(st["L_b"], stats, strict=True)]
+        if "seg" in uses:
+            seg_s = _continued(st["seg_b"], bs, xp.astype(hf, xp.int64), first, xp)
+        if "qc" in uses or "lam" in uses:
+            qn = qs / st["sq"][:, None]
+        if "qc" in uses:
+            qc_s = _continued(st["qc_b"], bs, qn, first, xp)
+        if "lam" in uses:  # suffix sums (relative accuracy): the mass after each survivor
+            nxt = bk.searchsorted_rows(bs, bs, "right")
+            R = _suffix(qn, xp)
+            after = bk.take_rows(st["lam_b"], xp.minimum(bs + 1, xp.full_like(bs, nb)))
+            lam_s = (after - bk.take_rows(R, nxt)) + R[:, 1:]
+        if "cnt" in uses:
+            cnt_s = _continued(st["cnt_b"], bs, xp.astype(qs > 0, xp.int64), first, xp)
+        Q_s, err_s = law.Q(ctx, L_s, seg_s, qc_s, lam_s, cnt_s, st["depth"] + C)
+        f_s = xp.where(valid, P_s - Q_s, xp.full_like(P_s, float("inf")))
+        ms = xp.min(f_s, axis=-1)
+        from_s = ms < UB
+        best = xp.minimum(UB, ms)
+        err = xp.maximum(err_b, xp.zeros_like(err_b) + err_s)
+    alpha = bk.clip(1.0 + xp.minimum(best, xp.zeros_like(best)), 0.0, 1.0)
+    err = 3.0 * err + TOL  # pruning slack, and the law's error in UB, LB and the survivors
+    if not return_set:
+        return alpha, None, err
+    jb = xp.argmin(st["f_b"], axis=-1)
+    thr = jb + b0
+    extra = None
+    if C > 0:
+        cs = xp.argmin(f_s, axis=-1)[:, None]
+        b_star = bk.take_rows(bs, cs)
+        thr = xp.where(from_s, b_star[:, 0] + b0, thr)
+        pos = bk.arange_like(bs, C)[None, :]
+        sel = valid & (bs == b_star) & (pos <= cs) & from_s[:, None]
+        extra = _scatter_or(idx, sel, (B, V), xp)
+    H = ids < thr[:, None]
+    if extra is not None:
+        H = H | extra
+    return alpha, H & (best < 0)[:, None], err
+
+
+def _scatter_or(idx: Any, sel: Any, shape: tuple[int, int], xp: Any) -> Any:
+    """A (B, V) mask, True at ``idx[b, j]`` where ``sel[b, j]`` (duplicate indices allowed)."""
+    if isinstance(idx, np.ndarray):
+        out = np.zeros(shape, dtype=bool)
+        r, c = np.nonzero(sel)
+        out[r, idx[r, c]] = True
+        return out
+    cnt = xp.zeros(shape, dtype=xp.int32, device=idx.device)
+    return cnt.scatter_add_(1, idx, xp.astype(sel, xp.int32)) > 0

@@ -1,0 +1,287 @@
+r"""Q along the chain from additive statistics: the bucket path's view of each prefix kernel.
+
+The bucket-and-bound path (:mod:`mdsd_ot.fast.bucket`) never sorts the whole row, so it cannot
+scan Q prefix by prefix.  It evaluates Q at a few chain points only (the bucket boundaries and
+the prefixes inside the few buckets it keeps), from *additive* statistics of the set H:
+
+.. math::
+
+   \Lambda_s(H) = \sum_{y \in L \cap H} w_s(y), \qquad
+   \mathrm{seg}(H) = |A \cap H|, \qquad \lambda(H) = q(H^c),
+
+where A is a handful of *heavy* tokens (the largest masses, entering the chain in their own
+order), L the light rest and :math:`w_s` per-token weights (powers of q, or :math:`q/(1-q)`).
+Sums over buckets (histograms) and over sorted survivors give the statistics at any chain point
+in O(1) each.  One evaluator per kernel name (:data:`CHAINS`):
+
+- ``with``: :math:`Q = q(H)^n`;
+- ``without``, n = 2: the closed form of :func:`mdsd_ot.fast.prefix.prefix_Q_without2` with the
+  largest token as the one heavy token;
+- ``without``, n >= 3: the certified series of :mod:`mdsd_ot.fast.series` (light power sums
+  :math:`\pi_j`, heavy segment, :math:`\lambda`, count of positive masses);
+- ``conditional-poisson``: :math:`Q = e_n(H)/e_n(\Sigma)` with
+  :math:`e_n(H) = \sum_j e_{n-j}(A \cap H)\, e_j(L \cap H)`, the heavy part exact (products
+  of :math:`1 + z q`) and the light part from its power sums by Newton's identities.  Newton's
+  identities cancel; their error is bounded by the same recursion with positive signs (the
+  complete homogeneous sums :math:`h_j`), so :math:`|\hat Q - Q| \le \gamma_D \kappa` with
+  :math:`\kappa = \sum_j e_{n-j}(A)\, h_j(L) / e_n(\Sigma) \ge 1`.  With the n largest masses
+  heavy, :math:`\kappa` stays near :math:`j!` on realistic rows; a row with a larger
+  :math:`\kappa` reports an infinite error and the caller sorts it instead.
+
+Every evaluator returns Q at the points and a bound on its error per row (0 for the closed forms
+beyond the rounding bound :func:`mdsd_ot.fast.prefix.error_bound`).  numpy and torch alike, no
+host synchronisation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from . import _backend as bk
+from ._dd import gamma
+from .prefix import sort_key
+from .series import PLANS, series_eval, series_setup
+
+__all__ = ["CHAINS", "chain_for", "KAPPA_MAX"]
+
+#: Conditional Poisson rows whose Newton condition number exceeds this are sorted instead.
+KAPPA_MAX: float = 1e3
+
+
+def _heavy_in_chain_order(idx: Any, p: Any, q: Any) -> Any:
+    """Heavy token indices (B, h) sorted by (p/q, index): the order the chain adds them."""
+    idx = bk.sort_int(idx)
+    key = sort_key(bk.take_rows(p, idx), bk.take_rows(q, idx))
+    return bk.take_rows(idx, bk.stable_argsort(key))
+
+
+def _top(q: Any, h: int) -> tuple[Any, Any]:
+    """The h + 1 largest masses and indices per row (fewer when V <= h)."""
+    return bk.topk(q, min(h + 1, q.shape[-1]))
+
+
+def _powers(u: Any, count: int) -> list[Any]:
+    """[u, u^2, ..., u^count]."""
+    out = [u]
+    for _ in range(1, count):
+        out.append(out[-1] * u)
+    return out
+
+
+def _power_histograms(u: Any, count: int, ids: Any, nbins: int) -> list[Any]:
+    """Histograms of u, u^2, ..., u^count, the powers formed in one reused buffer."""
+    out = [bk.histogram(ids, u, nbins)]
+    if count > 1:
+        buf = u * u
+        out.append(bk.histogram(ids, buf, nbins))
+        for _ in range(2, count):
+            buf *= u
+            out.append(bk.histogram(ids, buf, nbins))
+    return out
+
+
+class Chain:
+    """One kernel on the bucket path: its statistics and Q from them (see the module)."""
+
+    kernel: str = ""
+    #: the statistics Q reads at a point: "L" (light sums), "seg" (heavy count), "qc" (q(H)),
+    #: "lam" (q outside H, as suffix sums) and "cnt" (number of positive masses in H)
+    uses: frozenset[str] = frozenset({"L", "seg"})
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def setup(self, p: Any, q: Any, sq: Any, xp: Any) -> dict[str, Any]:
+        """Per-row constants: ``heavy`` (B, h) in chain order, ``hq`` their normalised masses,
+        ``scale`` (B,) with :math:`q_{light}(H)/\\sum q = \\text{scale} \\cdot \\Lambda_0(H)`."""
+        B = q.shape[0]
+        empty = xp.zeros((B, 0), dtype=xp.int64, device=getattr(q, "device", None))
+        return {"heavy": empty, "hq": xp.zeros((B, 0), dtype=q.dtype), "scale": 1.0 / sq}
+
+    def stats(self, q: Any, ctx: dict[str, Any], heavy_flags: Any = None) -> list[Any]:
+        """Per-token weights :math:`w_s` (heavy entries 0) of the raw q values given."""
+        return [q]
+
+    def histograms(self, ids: Any, q: Any, ctx: dict[str, Any], nbins: int) -> list[Any]:
+        """Per-bucket sums of every statistic of the whole rows (B, V) -> list of (B, nbins)."""
+        return [bk.histogram(ids, s, nbins) for s in self.stats(q, ctx)]
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class With(Chain):
+    r"""With replacement: :math:`Q(H) = q(H)^n` (no heavy tokens, one statistic: q)."""
+
+    kernel = "with"
+    uses = frozenset({"qc"})
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        return qc**self.n, 0.0
+
+
+class Without2(Chain):
+    r"""Sequential without replacement, n = 2 (:func:`mdsd_ot.fast.prefix.prefix_Q_without2`).
+
+    The largest token a is the heavy token; statistics :math:`q` and :math:`q/(1-q)` off a.
+    """
+
+    kernel = "without"
+
+    def setup(self, p, q, sq, xp):
+        a = xp.argmax(q, axis=-1)[:, None]
+        return {"heavy": a, "hq": bk.take_rows(q, a) / sq[:, None], "scale": 1.0 / sq, "sq": sq}
+
+    def stats(self, q, ctx, heavy_flags=None):
+        xp = bk.namespace(q)
+        if heavy_flags is None:
+            qz = bk.put(xp.asarray(q, copy=True), ctx["heavy"], 0.0)
+        else:
+            qz = xp.where(heavy_flags, xp.zeros_like(q), q)
+        return [qz, qz / (ctx["sq"][:, None] - qz)]  # q/(1-q) in normalised units
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        c = L[0] * ctx["scale"][:, None]  # q(H minus a)
+        S = L[1]
+        delta = (ctx["L_total"][0] * ctx["scale"])[:, None]  # 1 - q(a), to relative accuracy
+        out = c * S - S + c
+        return out + (seg > 0) * ctx["hq"] * (c / delta + S), 0.0
+
+
+class ConditionalPoisson(Chain):
+    r"""Conditional Poisson: :math:`e_n(H)/e_n(\Sigma)`, n heavy tokens exact, Newton on the rest."""
+
+    kernel = "conditional-poisson"
+
+    def setup(self, p, q, sq, xp):
+        n = self.n
+        h = min(n, q.shape[-1])
+        vals, idx = _top(q, h)
+        light = vals.shape[-1] > h
+        tau = vals[:, h] if light else xp.zeros_like(sq)
+        tau = xp.where(tau > 0, tau, xp.ones_like(tau))  # no light mass: stats are all 0
+        heavy = _heavy_in_chain_order(idx[:, :h], p, q)
+        hq = bk.take_rows(q, heavy) / sq[:, None]
+        # E_s(z) = prod over the first s heavy tokens (chain order) of (1 + z q), degree <= n
+        E0 = xp.zeros((q.shape[0], n + 1), dtype=q.dtype, device=getattr(q, "device", None))
+        E = [xp.concat([xp.ones_like(E0[:, :1]), E0[:, 1:]], axis=-1)]
+        for i in range(h):
+            prev = E[-1]
+            shifted = xp.concat([xp.zeros_like(prev[:, :1]), prev[:, :-1]], axis=-1)
+            E.append(prev + hq[:, i : i + 1] * shifted)
+        return {
+            "heavy": heavy,
+            "hq": hq,
+            "tau": tau,
+            "scale": tau / sq,
+            "EA": xp.stack(E, axis=1),  # (B, h + 1, n + 1)
+        }
+
+    def _u(self, q, ctx, heavy_flags):
+        xp = bk.namespace(q)
+        u = q / ctx["tau"][:, None]
+        if heavy_flags is None:
+            return bk.put(u, ctx["heavy"], 0.0)
+        return xp.where(heavy_flags, xp.zeros_like(u), u)
+
+    def stats(self, q, ctx, heavy_flags=None):
+        return _powers(self._u(q, ctx, heavy_flags), self.n)
+
+    def histograms(self, ids, q, ctx, nbins):
+        return _power_histograms(self._u(q, ctx, None), self.n, ids, nbins)
+
+    def _light(self, L, t, xp):
+        """e_j and h_j (j = 0..n) of the light set, in units of q / sum(q), from power sums."""
+        n = self.n
+        pi = [None] + [Lj for Lj in L]  # pi_i = sum of u^i
+        e, hh = [xp.ones_like(L[0])], [xp.ones_like(L[0])]
+        for j in range(1, n + 1):
+            acc = xp.zeros_like(L[0])
+            pos = xp.zeros_like(L[0])
+            for i in range(1, j + 1):
+                term = e[j - i] * pi[i]
+                acc = acc + term if i % 2 else acc - term
+                pos = pos + hh[j - i] * pi[i]
+            e.append(acc / j)
+            hh.append(pos / j)
+        tj = [t**j for j in range(n + 1)]
+        return [e[j] * tj[j] for j in range(n + 1)], [hh[j] * tj[j] for j in range(n + 1)]
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        xp = bk.namespace(L[0])
+        n, EA = self.n, ctx["EA"]
+        t = ctx["scale"][:, None]
+        e, _ = self._light(L, t, xp)
+        # heavy polynomial at each point: EA[b, seg, :] -> (B, n+1, N)
+        EAt = xp.permute_dims(EA, (0, 2, 1))  # (B, n+1, h+1)
+        idx = xp.broadcast_to(seg[:, None, :], (EAt.shape[0], EAt.shape[1], seg.shape[-1]))
+        EAs = bk.take_rows(EAt, idx)
+        N = sum(EAs[:, n - j] * e[j] for j in range(n + 1))
+        # totals: every light token and every heavy token
+        Lt = [x[:, None] for x in ctx["L_total"]]
+        et, ht = self._light(Lt, t, xp)
+        Ah = EA[:, -1, :]  # (B, n+1)
+        Nt = sum(Ah[:, n - j : n - j + 1] * et[j] for j in range(n + 1))
+        kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
+        ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX)
+        safe = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
+        err = xp.where(
+            ok, gamma(float(depth + 8 * n + 8)) * kappa * 1.01, xp.full_like(Nt, math.inf)
+        )
+        return bk.clip(N / safe, 0.0, 1.0), err[:, 0]
+
+
+class WithoutSeries(Chain):
+    """Sequential without replacement, n >= 3: the certified series at the chain points."""
+
+    kernel = "without"
+    uses = frozenset({"L", "seg", "lam", "cnt"})
+
+    def setup(self, p, q, sq, xp):
+        qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]
+        m_plan, K = PLANS[self.n]
+        m = min(m_plan, q.shape[-1])
+        ctx = series_setup(qn, self.n, xp, m, K, order=lambda idx: _heavy_in_chain_order(idx, p, q))
+        ctx.update(
+            hq=bk.take_rows(qn, ctx["heavy"]), scale=ctx["tau"], sq=xp.astype(sq, xp.float64)
+        )
+        return ctx
+
+    def stats(self, q, ctx, heavy_flags=None):
+        xp = bk.namespace(q)
+        qn = xp.astype(q, xp.float64, copy=False) / ctx["sq"][:, None]
+        u = xp.where(heavy_flags, xp.zeros_like(qn), qn) / ctx["tau"][:, None]
+        return _powers(u, ctx["K"])
+
+    def histograms(self, ids, q, ctx, nbins):
+        return _power_histograms(ctx["qlight"] / ctx["tau"][:, None], ctx["K"], ids, nbins)
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        xp = bk.namespace(L[0])
+        pi = xp.stack([xp.zeros_like(L[0])] + list(L), axis=1)  # (B, K+1, N)
+        Q, Bc = series_eval(ctx, pi, seg, lam, cnt, depth, xp)
+        return Q, xp.max(Bc, axis=-1)
+
+
+def _without(n: int) -> Chain:
+    return Without2(n) if n == 2 else WithoutSeries(n)
+
+
+#: Chain evaluators by kernel name: ``CHAINS[kernel](n)``.
+CHAINS: dict[str, Any] = {
+    "with": With,
+    "without": _without,
+    "conditional-poisson": ConditionalPoisson,
+}
+
+
+def chain_for(kernel: str, n: int) -> Chain:
+    """The chain evaluator of a prefix kernel with n drafts.
+
+    Examples
+    --------
+    >>> type(chain_for("without", 2)).__name__, type(chain_for("without", 3)).__name__
+    ('Without2', 'WithoutSeries')
+    """
+    return CHAINS[kernel](n)
