@@ -452,3 +452,13 @@ def searchsorted_rows(a: Any, v: Any, side: str = "left") -> Any:
     import torch
 
     return torch.searchsorted(a.contiguous(), v.contiguous(), side=side)
+
+
+def to_host(*xs: Any) -> list[np.ndarray]:
+    """numpy copies of (B,) arrays, read together: for tensors, one host synchronisation."""
+    if all(is_numpy_array(x) for x in xs):
+        return [np.asarray(x) for x in xs]
+    import torch
+
+    rows = torch.stack([x.to(torch.float64) for x in xs]).cpu().numpy()
+    return list(rows)

@@ -98,10 +98,9 @@ def solve_bucketed(
     B, V = p.shape
     law = chain_for(kernel, n)
     st = _phase1(p, q, sp, sq, law, xp)
-    counts, fallback = st["counts"], st["fallback"]
-    if bk.is_torch(p):  # the one host synchronisation: survivor counts and fallback flags
-        host = xp.stack([counts, xp.astype(fallback, counts.dtype)]).tolist()
-        counts, fallback = np.array(host[0]), np.array(host[1], dtype=bool)
+    # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
+    counts, fallback = bk.to_host(st["counts"], st["fallback"])
+    counts, fallback = counts.astype(np.int64), fallback.astype(bool)
     rows = np.flatnonzero(~fallback)
     alpha = xp.zeros((B,), dtype=p.dtype, device=getattr(p, "device", None))
     H = xp.zeros((B, V), dtype=xp.bool, device=getattr(p, "device", None)) if return_set else None
@@ -172,7 +171,7 @@ def _phase1(p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any) -> dict[str, 
     hb = bk.take_rows(ids, heavy) - ids_off
     NBt = b1 - b0
     Hhq = bk.histogram(hb, xp.astype(ctx["hq"], Hs[0].dtype), NBt)
-    Hhc = bk.histogram(hb, xp.ones_like(Hhq[:, : heavy.shape[-1]]), NBt)
+    Hhc = bk.histogram(hb, xp.ones_like(xp.astype(ctx["hq"], Hs[0].dtype)), NBt)
     qmass = ctx["scale"][:, None] * Hs[0] + Hhq
     Hc = None
     if "cnt" in law.uses:
