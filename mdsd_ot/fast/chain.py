@@ -38,6 +38,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from . import _backend as bk
 from ._dd import gamma
 from .prefix import sort_key
@@ -59,6 +61,11 @@ def _heavy_in_chain_order(idx: Any, p: Any, q: Any) -> Any:
 def _top(q: Any, h: int) -> tuple[Any, Any]:
     """The h + 1 largest masses and indices per row (fewer when V <= h)."""
     return bk.topk(q, min(h + 1, q.shape[-1]))
+
+
+def ctx_sq(sq: Any, xp: Any) -> Any:
+    """Row sums of q in float64 (the series computes in float64 whatever the input dtype)."""
+    return xp.astype(sq, xp.float64, copy=False)
 
 
 def _powers(u: Any, count: int) -> list[Any]:
@@ -139,7 +146,10 @@ class Without2(Chain):
             qz = bk.put(xp.asarray(q, copy=True), ctx["heavy"], 0.0)
         else:
             qz = xp.where(heavy_flags, xp.zeros_like(q), q)
-        return [qz, qz / (ctx["sq"][:, None] - qz)]  # q/(1-q) in normalised units
+        w = ctx["sq"][:, None] - qz
+        if isinstance(w, np.ndarray):
+            return [qz, np.divide(qz, w, out=w)]  # q/(1-q) in normalised units, in place
+        return [qz, qz / w]
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         c = L[0] * ctx["scale"][:, None]  # q(H minus a)
@@ -242,10 +252,10 @@ class WithoutSeries(Chain):
         qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]
         m_plan, K = PLANS[self.n]
         m = min(m_plan, q.shape[-1])
-        ctx = series_setup(qn, self.n, xp, m, K, order=lambda idx: _heavy_in_chain_order(idx, p, q))
-        ctx.update(
-            hq=bk.take_rows(qn, ctx["heavy"]), scale=ctx["tau"], sq=xp.astype(sq, xp.float64)
-        )
+        order = lambda idx: _heavy_in_chain_order(idx, p, q)  # noqa: E731
+        ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True)
+        hq = xp.astype(bk.take_rows(q, ctx["heavy"]), xp.float64) / ctx_sq(sq, xp)[:, None]
+        ctx.update(hq=hq, scale=ctx["tau"], sq=ctx_sq(sq, xp))
         return ctx
 
     def stats(self, q, ctx, heavy_flags=None):
@@ -255,7 +265,9 @@ class WithoutSeries(Chain):
         return _powers(u, ctx["K"])
 
     def histograms(self, ids, q, ctx, nbins):
-        return _power_histograms(ctx["qlight"] / ctx["tau"][:, None], ctx["K"], ids, nbins)
+        u = ctx.pop("qlight")  # the normalised row with the heavy masses zeroed: scaled in place
+        u /= ctx["tau"][:, None]
+        return _power_histograms(u, ctx["K"], ids, nbins)
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         xp = bk.namespace(L[0])

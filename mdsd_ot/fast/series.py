@@ -209,7 +209,9 @@ def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any,
     return xp.concat([Q for Q, _ in parts], axis=0), xp.concat([e for _, e in parts], axis=0)
 
 
-def series_setup(q: Any, n: int, xp: Any, m: int, K: int, order: Any = None) -> dict[str, Any]:
+def series_setup(
+    q: Any, n: int, xp: Any, m: int, K: int, order: Any = None, inplace: bool = False
+) -> dict[str, Any]:
     r"""The per-row part of the series: heavy tokens, their exact moments, the bound's weights.
 
     Everything that does not depend on the prefix: the m heaviest tokens A of each row (one
@@ -218,7 +220,9 @@ def series_setup(q: Any, n: int, xp: Any, m: int, K: int, order: Any = None) -> 
     bound.  The heavy tokens are taken in *chain order*: ``order(idx)`` sorts the (B, m) heavy
     indices into the order in which the prefixes add them (default: by position, for q already
     in prefix order).  Returns a dict read by :func:`series_eval` (``heavy`` holds the ordered
-    heavy indices, ``qlight`` the row with the heavy masses zeroed, ``tau`` the scale).
+    heavy indices, ``qlight`` the row with the heavy masses zeroed, ``tau`` the scale; with
+    ``inplace=True`` the heavy masses are zeroed in ``q`` itself, which becomes ``qlight``, and
+    no heavy mask is formed).
     """
     B, V = q.shape
     T_hi, T_lo, T_eta = accurate_sum(q, xp, extended=True)  # complements do not use T
@@ -232,8 +236,11 @@ def series_setup(q: Any, n: int, xp: Any, m: int, K: int, order: Any = None) -> 
     light = tau > 0.0
     heavy_pos = bk.sort_int(itop[:, :m]) if order is None else order(itop[:, :m])
     qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
-    hmask = bk.mark(heavy_pos, q)
-    qlight = xp.where(hmask, xp.zeros_like(q), q)
+    if inplace:
+        hmask, qlight = None, bk.put(q, heavy_pos, 0.0)
+    else:
+        hmask = bk.mark(heavy_pos, q)
+        qlight = xp.where(hmask, xp.zeros_like(q), q)
 
     # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
     # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
