@@ -163,7 +163,9 @@ def alpha_star(
     return (alpha, H) if return_set else alpha
 
 
-def alpha_star_laws(p: Any, q: Any, laws: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
+def alpha_star_laws(
+    p: Any, q: Any, laws: list[tuple[str, int]], *, path: str = "auto"
+) -> dict[tuple[str, int], Any]:
     r"""α* of several draft laws built on the same q, one sort per row for all of them (T7).
 
     .. math::
@@ -171,7 +173,7 @@ def alpha_star_laws(p: Any, q: Any, laws: list[tuple[str, int]]) -> dict[tuple[s
        \alpha^*_L = 1 + \min_k \bigl[P(H_k) - Q_L(H_k)\bigr] \quad \text{for every law } L,
 
     where the prefix order :math:`H_k` (by p/q) is shared by every q-convex law, so each row is
-    validated and sorted once.
+    validated once and bucketed (or sorted) once for all the laws.
 
     Parameters
     ----------
@@ -179,6 +181,8 @@ def alpha_star_laws(p: Any, q: Any, laws: list[tuple[str, int]]) -> dict[tuple[s
         Target and draft rows (numpy or torch), validated once.
     laws : list of (scheme, n)
         e.g. ``[("with", 2), ("without", 2), ("conditional-poisson", 3)]``.
+    path : str
+        ``"auto"``, ``"sort"`` or ``"bucket"``, as in :func:`alpha_star`.
 
     Returns
     -------
@@ -195,7 +199,7 @@ def alpha_star_laws(p: Any, q: Any, laws: list[tuple[str, int]]) -> dict[tuple[s
     distinct = [(n, k) for k, n in routes if k in DISTINCT and n > 1]
     need, strict = max(distinct) if distinct else (1, "with")  # the strictest support check
     P, Q, sums, single_row = _validated(p, q, need, strict)
-    alphas = solve_rows_laws(P, Q, routes, sums=sums)
+    alphas = solve_rows_laws(P, Q, routes, sums=sums, path=path)
     out = {}
     for (s, n), a in zip(laws, alphas, strict=True):
         out[(s, n)] = (float(a[0]) if isinstance(a, np.ndarray) else a[0]) if single_row else a

@@ -47,7 +47,15 @@ from .chain import CHAINS, Chain, chain_for
 from .prefix import sort_key
 from .scan import solve_sorted
 
-__all__ = ["SUB_BITS", "HALF_WINDOW", "TOL", "MAX_FRACTION", "solve_bucketed", "supports"]
+__all__ = [
+    "SUB_BITS",
+    "HALF_WINDOW",
+    "TOL",
+    "MAX_FRACTION",
+    "solve_bucketed",
+    "shared_buckets",
+    "supports",
+]
 
 #: Mantissa bits per bucket: 2**SUB_BITS buckets per octave of p/q.
 SUB_BITS: int = 4
@@ -78,14 +86,22 @@ def _suffix(x: Any, xp: Any) -> Any:
 
 
 def solve_bucketed(
-    p: Any, q: Any, sp: Any, sq: Any, n: int, kernel: str, return_set: bool = False
+    p: Any,
+    q: Any,
+    sp: Any,
+    sq: Any,
+    n: int,
+    kernel: str,
+    return_set: bool = False,
+    shared: Any = None,
 ) -> tuple[Any, Any, Any]:
     r"""α* of validated (B, V) rows by bucket-and-bound; ``(alpha, H or None, err)``.
 
     ``p``, ``q`` are non-negative rows (not necessarily normalised) with row sums ``sp``, ``sq``
     (the law is that of the normalised rows).  ``err`` is the law's error bound per row, as in
     :func:`mdsd_ot.fast.scan.solve_sorted`.  Rows the bounds cannot settle cheaply are solved
-    by the sorting path.
+    by the sorting path.  ``shared`` (from :func:`shared_buckets`) lets several laws on the same
+    rows reuse one bucketing pass.
 
     Examples
     --------
@@ -97,7 +113,7 @@ def solve_bucketed(
     xp = bk.namespace(p, q)
     B, V = p.shape
     law = chain_for(kernel, n)
-    st = _phase1(p, q, sp, sq, law, xp)
+    st = _phase1(p, q, sp, sq, law, xp, shared)
     # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
     counts, fallback = bk.to_host(st["counts"], st["fallback"])
     counts, fallback = counts.astype(np.int64), fallback.astype(bool)
@@ -119,6 +135,11 @@ def solve_bucketed(
         e = xp.zeros_like(a) + e
         alpha, H, err = _merge(alpha, H, err, slow, a, h, xp.astype(e, xp.float64), xp)
     return alpha, H, err
+
+
+def shared_buckets(p: Any, q: Any) -> tuple[Any, int, Any]:
+    """One bucketing pass for several laws on the same rows (see :func:`solve_bucketed`)."""
+    return _shared(p, q)
 
 
 def _rows(x: Any, rows: np.ndarray, xp: Any) -> Any:
@@ -145,16 +166,23 @@ def _merge(alpha, H, err, rows, a, h, e, xp):
     return alpha, H, err
 
 
-def _phase1(p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any) -> dict[str, Any]:
+def _shared(p: Any, q: Any) -> tuple[Any, int, Any]:
+    """What every law shares: the bucket of every token, the number of buckets, p's histogram."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = sort_key(p, q)
+    ids, NB = bk.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
+    Hp = bk.histogram(ids, p, None if isinstance(p, np.ndarray) and p.shape[0] == 1 else NB)
+    return ids, Hp.shape[-1], Hp  # numpy, one row: buckets up to the largest id only
+
+
+def _phase1(
+    p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any, shared: Any = None
+) -> dict[str, Any]:
     """Histograms, boundary values, bounds and the survivor mask; no host synchronisation."""
     B, V = p.shape
     numpy = isinstance(p, np.ndarray)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        key = sort_key(p, q)
     ctx = law.setup(p, q, sq, xp)
-    ids, NB = bk.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    Hp = bk.histogram(ids, p, None if numpy and B == 1 else NB)
-    NB = Hp.shape[-1]  # numpy, one row: up to the largest id only
+    ids, NB, Hp = shared if shared is not None else _shared(p, q)
     Hs = law.histograms(ids, q, ctx, NB)
     b0, b1 = 0, NB
     if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)

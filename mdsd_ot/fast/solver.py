@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _validate as V_
 from . import _backend as bk
-from .bucket import solve_bucketed, supports
+from .bucket import shared_buckets, solve_bucketed, supports
 from .greedy import greedy, single
 from .prefix import prefix_min, sort_key
 from .scan import KERNELS, solve_sorted
@@ -139,13 +139,20 @@ def _solve_block(p, q, n, kernel, return_set, sums, path):
 
 
 def solve_rows_laws(
-    p: Any, q: Any, routes: list[tuple[str, int]], *, sums: tuple[Any, Any] | None = None
+    p: Any,
+    q: Any,
+    routes: list[tuple[str, int]],
+    *,
+    sums: tuple[Any, Any] | None = None,
+    path: str = "auto",
 ) -> list[Any]:
-    r"""α* of several laws over the same validated (B, V) rows, sorting each row once.
+    r"""α* of several laws over the same validated (B, V) rows, with the work shared.
 
-    ``routes`` lists ``(kernel, n)`` pairs; every prefix kernel shares one sort by p/q and one
-    cumulative sum of p (T7: the prefix order depends on p and q only, not on the law), the
-    closed forms need none.  Returns one (B,) array of α* per route, in order.
+    ``routes`` lists ``(kernel, n)`` pairs.  The prefix order by p/q is the same for every
+    q-convex law (T7), so the laws share one bucketing pass (the bucket of every token and the
+    histogram of p; :mod:`mdsd_ot.fast.bucket`), or on the sorting path one sort and one
+    cumulative sum of p; the closed forms need neither.  Returns one (B,) array of α* per
+    route, in order.
 
     Examples
     --------
@@ -153,22 +160,32 @@ def solve_rows_laws(
     >>> [round(float(a[0]), 12) for a in solve_rows_laws(P, Q, [("with", 2), ("without", 2)])]
     [0.46, 0.585714285714]
     """
-    if sums is not None:
-        p, q = normalised(p, q, sums)
+    B, V = p.shape
+    if sums is None:
+        one = bk.namespace(p).ones((B,), dtype=p.dtype, device=getattr(p, "device", None))
+        sums = (one, one)
     out: list[Any] = [None] * len(routes)
-    sorted_routes = []
+    pending = []
     for i, (kernel, n) in enumerate(routes):
         closed = CLOSED_FORMS.get("single" if n == 1 else kernel)
         if closed is not None:
-            out[i] = closed(p, q, n, False)[0]
+            out[i] = closed(*normalised(p, q, sums), n, False)[0]
         else:
-            sorted_routes.append(i)
-    if sorted_routes:
+            pending.append(i)
+    bucketed = [i for i in pending if uses_buckets(routes[i][0], V, path)]
+    if bucketed:
+        shared = shared_buckets(p, q)
+        for i in bucketed:
+            kernel, n = routes[i]
+            out[i] = solve_bucketed(p, q, sums[0], sums[1], n, kernel, False, shared)[0]
+    rest = [i for i in pending if i not in bucketed]
+    if rest:
         xp = bk.namespace(p, q)
-        perm = bk.argsort(sort_key(p, q))
-        qs = bk.gather(q, perm)
-        Pc = bk.cumsum(bk.gather(p, perm))
-        for i in sorted_routes:
+        P, Q = normalised(p, q, sums)
+        perm = bk.argsort(sort_key(P, Q))
+        qs = bk.gather(Q, perm)
+        Pc = bk.cumsum(bk.gather(P, perm))
+        for i in rest:
             kernel, n = routes[i]
             Qk, _ = KERNELS[kernel](xp.asarray(qs, copy=True), n)
             out[i], _ = prefix_min(xp.asarray(Pc, copy=True), Qk, False)

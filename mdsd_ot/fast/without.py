@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from array_api_compat import array_namespace, is_numpy_array
+from array_api_compat import is_numpy_array
 
 from .. import _validate as V_
 from . import _backend as bk
@@ -45,7 +45,7 @@ def _rows(q_sorted: Any, n: Any, name: str = "q_sorted") -> tuple[Any, Any, int,
         if q_sorted.dtype == object:  # Fractions and other numbers
             q_sorted = q_sorted.astype(np.float64)
     V_.check_dtype(q_sorted, name)  # the validator's dtype rule: no complex, no booleans
-    xp = array_namespace(q_sorted)
+    xp = bk.namespace(q_sorted)
     q = xp.astype(q_sorted, xp.float64)
     if q.ndim not in (1, 2) or q.shape[-1] == 0:
         raise ValueError(
