@@ -347,13 +347,17 @@ def bucket_edges(key: Any, sub_bits: int, half_window: int, b0: int, b1: int):
     mant, bias = float_layout(key.dtype)
     j = np.arange(b0, b1 + 1, dtype=np.int64)
     if is_numpy_array(key):
-        shift = 52 - sub_bits if mant == 52 else 23 - sub_bits
-        raw = j << shift if mant == 52 else (j << shift).astype(np.int32)
-        edges = raw.view(np.float64 if mant == 52 else np.float32).astype(np.float64)
-        edges = np.where(np.isnan(edges), np.inf, edges)
-        lo, hi = edges[:-1], edges[1:]
-        lo = np.where(np.isinf(lo), np.finfo(np.float64).max, lo)
-        return lo, hi
+        shift = mant - sub_bits
+        edges = (
+            (j << shift).view(np.float64)
+            if mant == 52
+            else ((j << shift).astype(np.int32).view(np.float32).astype(np.float64))
+        )
+        if not np.isfinite(edges[-1]):  # the buckets of +inf and NaN
+            edges = np.where(np.isnan(edges), np.inf, edges)
+            lo = np.where(np.isinf(edges[:-1]), np.finfo(np.float64).max, edges[:-1])
+            return lo, edges[1:]
+        return edges[:-1], edges[1:]
     M = 2 * half_window << sub_bits
     k = np.clip(j - 1, 0, M)
     edges = np.ldexp(

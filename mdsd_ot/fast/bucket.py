@@ -117,17 +117,12 @@ def solve_bucketed(
     # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
     counts, fallback = bk.to_host(st["counts"], st["fallback"])
     counts, fallback = counts.astype(np.int64), fallback.astype(bool)
-    rows = np.flatnonzero(~fallback)
-    alpha = xp.zeros((B,), dtype=p.dtype, device=getattr(p, "device", None))
-    H = xp.zeros((B, V), dtype=xp.bool, device=getattr(p, "device", None)) if return_set else None
-    err = xp.zeros((B,), dtype=xp.float64, device=getattr(p, "device", None))
-    if rows.size == B:
-        alpha, H, err = _phase2(st, law, int(counts.max(initial=0)), return_set, xp)
-    elif rows.size:
-        sub = {k: _rows(v, rows, xp) for k, v in st.items()}
-        a, h, e = _phase2(sub, law, int(counts[rows].max(initial=0)), return_set, xp)
-        alpha, H, err = _merge(alpha, H, err, rows, a, h, e, xp)
     slow = np.flatnonzero(fallback)
+    if slow.size:  # their survivors are not collected; the sort overwrites their results
+        keep = xp.asarray(~fallback, device=getattr(p, "device", None))
+        st["mask"] = st["mask"] & keep[:, None]
+    C = int(counts[~fallback].max(initial=0))
+    alpha, H, err = _phase2(st, law, C, return_set, xp)
     if slow.size:
         Pn = _rows(p, slow, xp) / _rows(sp, slow, xp)[:, None]
         Qn = _rows(q, slow, xp) / _rows(sq, slow, xp)[:, None]
@@ -146,8 +141,6 @@ def _rows(x: Any, rows: np.ndarray, xp: Any) -> Any:
     """Rows ``rows`` of an array (numpy or torch), or the value itself for non-arrays."""
     if not bk.is_array(x) or x.ndim == 0:
         return x
-    if isinstance(x, list):  # pragma: no cover - lists of arrays
-        return [_rows(v, rows, xp) for v in x]
     idx = xp.asarray(rows, device=getattr(x, "device", None))
     return xp.take(x, idx, axis=0)
 
@@ -164,6 +157,21 @@ def _merge(alpha, H, err, rows, a, h, e, xp):
         if H is not None:
             H[rows] = h
     return alpha, H, err
+
+
+def _survivor_mask(survive: np.ndarray, ids: np.ndarray, b0: int, NB: int) -> np.ndarray:
+    """numpy: the tokens in surviving buckets (one comparison when the survivors form one run)."""
+    if survive.shape[0] == 1:
+        sb = np.flatnonzero(survive[0])
+        if sb.size == 0:
+            return np.zeros(ids.shape, dtype=bool)
+        if sb[-1] - sb[0] == sb.size - 1:  # one run of buckets
+            if sb.size == 1:
+                return ids == b0 + sb[0]
+            return (ids >= b0 + sb[0]) & (ids <= b0 + sb[-1])
+    table = np.zeros((survive.shape[0], NB), dtype=bool)
+    table[:, b0 : b0 + survive.shape[1]] = survive
+    return bk.take_rows(table, ids)
 
 
 def _shared(p: Any, q: Any) -> tuple[Any, int, Any]:
@@ -186,7 +194,7 @@ def _phase1(
     Hs = law.histograms(ids, q, ctx, NB)
     b0, b1 = 0, NB
     if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)
-        occ = np.flatnonzero(np.any((Hp != 0) | (Hs[0] != 0), axis=0))
+        occ = np.flatnonzero(Hp[0] + Hs[0][0] if B == 1 else np.any((Hp != 0) | (Hs[0] != 0), 0))
         hb = bk.take_rows(ids, ctx["heavy"])
         lo_h, hi_h = (int(hb.min()), int(hb.max()) + 1) if hb.size else (NB, 0)
         b0, b1 = (int(occ[0]), int(occ[-1]) + 1) if occ.size else (0, 1)
@@ -219,9 +227,10 @@ def _phase1(
     f_b = P_b - Q_b
     UB = xp.min(f_b, axis=-1)
 
-    edges = (p, SUB_BITS, HALF_WINDOW, b0, b1)
-    lo = bk.const(p, ("bucket-lo", *edges[1:]), lambda: bk.bucket_edges(*edges)[0])
-    hi = bk.const(p, ("bucket-hi", *edges[1:]), lambda: bk.bucket_edges(*edges)[1])
+    lo, hi = bk.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0, b1)
+    if not numpy:
+        lo = bk.const(p, ("bucket-lo", SUB_BITS, HALF_WINDOW, b0, b1), lambda: lo)
+        hi = bk.const(p, ("bucket-hi", SUB_BITS, HALF_WINDOW, b0, b1), lambda: hi)
     c = (sq / sp)[:, None]  # normalised ratio = raw ratio * sum(q) / sum(p)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rlo = xp.astype(lo, f_b.dtype) * c * (1 - 4 * _U)
@@ -236,11 +245,9 @@ def _phase1(
     LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
     survive = LB < (UB - TOL)[:, None]
     if numpy:
-        table = np.zeros((B, NB), dtype=bool)
-        table[:, b0:b1] = survive
+        mask = _survivor_mask(survive, ids, b0, NB)
     else:
-        table = survive
-    mask = bk.take_rows(table, ids)
+        mask = bk.take_rows(survive, ids)
     counts = bk.count_true(mask)
     fallback = (counts > MAX_FRACTION * V) | ~xp.isfinite(err_b)
     return {

@@ -201,45 +201,55 @@ class ConditionalPoisson(Chain):
     def histograms(self, ids, q, ctx, nbins):
         return _power_histograms(self._u(q, ctx, None), self.n, ids, nbins)
 
-    def _light(self, L, t, xp):
-        """e_j and h_j (j = 0..n) of the light set, in units of q / sum(q), from power sums."""
+    def _light(self, L, t, xp, absolute: bool = False):
+        """e_j (j = 0..n) of the light set in units of q / sum(q), from its power sums by
+        Newton's identities; with ``absolute`` also h_j (the same recursion, all signs +)."""
         n = self.n
-        pi = [None] + [Lj for Lj in L]  # pi_i = sum of u^i
-        e, hh = [xp.ones_like(L[0])], [xp.ones_like(L[0])]
+        pi = [None, *L]  # pi_i = sum of u^i
+        e, hh = [None] * (n + 1), [None] * (n + 1)
+        e[0] = hh[0] = 1.0
         for j in range(1, n + 1):
-            acc = xp.zeros_like(L[0])
-            pos = xp.zeros_like(L[0])
-            for i in range(1, j + 1):
+            acc = e[j - 1] * pi[1]
+            pos = hh[j - 1] * pi[1] if absolute else None
+            for i in range(2, j + 1):
                 term = e[j - i] * pi[i]
                 acc = acc + term if i % 2 else acc - term
-                pos = pos + hh[j - i] * pi[i]
-            e.append(acc / j)
-            hh.append(pos / j)
-        tj = [t**j for j in range(n + 1)]
-        return [e[j] * tj[j] for j in range(n + 1)], [hh[j] * tj[j] for j in range(n + 1)]
+                if absolute:
+                    pos = pos + hh[j - i] * pi[i]
+            e[j] = acc / j
+            if absolute:
+                hh[j] = pos / j
+        tj = 1.0
+        for j in range(1, n + 1):
+            tj = tj * t
+            e[j] = e[j] * tj
+            if absolute:
+                hh[j] = hh[j] * tj
+        return e, hh
+
+    def _totals(self, ctx, depth, xp):
+        """e_n of the whole row and the error bound (cached per call of the driver)."""
+        if "Nt" not in ctx:
+            n, Ah = self.n, ctx["EA"][:, -1, :]  # (B, n+1): every heavy token
+            Lt = [x[:, None] for x in ctx["L_total"]]
+            et, ht = self._light(Lt, ctx["scale"][:, None], xp, absolute=True)
+            Nt = sum(Ah[:, n - j : n - j + 1] * et[j] for j in range(n + 1))
+            kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
+            ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX)
+            ctx["Nt"] = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
+            ctx["kappa"] = xp.where(ok, kappa, xp.full_like(kappa, math.inf))[:, 0]
+        return ctx["Nt"], gamma(float(depth + 8 * self.n + 8)) * 1.01 * ctx["kappa"]
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         xp = bk.namespace(L[0])
         n, EA = self.n, ctx["EA"]
-        t = ctx["scale"][:, None]
-        e, _ = self._light(L, t, xp)
-        # heavy polynomial at each point: EA[b, seg, :] -> (B, n+1, N)
-        EAt = xp.permute_dims(EA, (0, 2, 1))  # (B, n+1, h+1)
-        idx = xp.broadcast_to(seg[:, None, :], (EAt.shape[0], EAt.shape[1], seg.shape[-1]))
-        EAs = bk.take_rows(EAt, idx)
-        N = sum(EAs[:, n - j] * e[j] for j in range(n + 1))
-        # totals: every light token and every heavy token
-        Lt = [x[:, None] for x in ctx["L_total"]]
-        et, ht = self._light(Lt, t, xp)
-        Ah = EA[:, -1, :]  # (B, n+1)
-        Nt = sum(Ah[:, n - j : n - j + 1] * et[j] for j in range(n + 1))
-        kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
-        ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX)
-        safe = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
-        err = xp.where(
-            ok, gamma(float(depth + 8 * n + 8)) * kappa * 1.01, xp.full_like(Nt, math.inf)
-        )
-        return bk.clip(N / safe, 0.0, 1.0), err[:, 0]
+        e, _ = self._light(L, ctx["scale"][:, None], xp)
+        Nt, err = self._totals(ctx, depth, xp)
+        # heavy polynomial at each point (EA[b, seg, n - j], one 2-D gather per degree)
+        N = bk.take_rows(EA[:, :, n], seg)
+        for j in range(1, n + 1):
+            N = N + bk.take_rows(EA[:, :, n - j], seg) * e[j]
+        return bk.clip(N / Nt, 0.0, 1.0), err
 
 
 class WithoutSeries(Chain):

@@ -204,3 +204,22 @@ def test_torch_reads_the_host_once(monkeypatch):
             kernel,
             spy.ops & sync,
         )
+
+
+def test_batch_with_fallback_rows_and_laws(nx64):
+    """A batch mixing rows the buckets settle and rows that fall back (one bucket holding the
+    optimum): every row equals its own sort; alpha_star_laws shares one bucketing pass."""
+    rng = np.random.default_rng(9)
+    P, Q = synthetic_batch(4, 6000, 0.7, 4, noise=1.0)
+    q = rng.dirichlet(np.ones(6000))
+    low = np.arange(6000) < 3000
+    p = q * np.where(low, 0.5 * (1.0 + 1e-4 * rng.random(6000)), 1.5)
+    P[1], Q[1] = p / p.sum(), q
+    for kernel, n in [("with", 2), ("without", 3), ("conditional-poisson", 2)]:
+        (ab, Hb, _), (as_, Hs, _) = _both(nx64, P, Q, n, kernel)
+        assert np.max(np.abs(ab - as_)) <= 1e-12 and np.array_equal(Hb, Hs), kernel
+    laws = [("with", 2), ("without", 2), ("conditional-poisson", 3), ("greedy", 2)]
+    out = mdsd_ot.fast.alpha_star_laws(nx64.asarray(P), nx64.asarray(Q), laws)
+    for s, n in laws:
+        ref = alpha_star(P, Q, n=n, scheme=s, path="sort")
+        assert np.max(np.abs(nx64.to_numpy(out[(s, n)]) - ref)) <= 1e-12, (s, n)
