@@ -253,7 +253,8 @@ def _phase1(
     return {
         "p": p, "q": q, "sp": sp, "sq": sq, "ids": ids, "mask": mask,
         "P_b": P_b, "L_b": L_b, "seg_b": seg_b, "qc_b": qc_b, "lam_b": lam_b, "cnt_b": cnt_b,
-        "f_b": f_b, "UB": UB, "err_b": err_b, "counts": counts, "fallback": fallback,
+        "f_b": f_b, "UB": UB, "LB": LB, "survive": survive, "err_b": err_b, "counts": counts,
+        "fallback": fallback,
         "ctx": ctx, "b0": b0, "depth": depth,
     }  # fmt: skip
 
