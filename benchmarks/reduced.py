@@ -20,7 +20,8 @@ import numpy as np
 
 import mdsd_ot
 from mdsd_ot import drafts
-from mdsd_ot.exact.certificate import certify, optimal_plan
+from mdsd_ot.exact.certificate import certify
+from mdsd_ot.exact.plans import optimal_plan
 from mdsd_ot.exact.reduced import largest_v_within
 
 

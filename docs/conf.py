@@ -4,6 +4,16 @@ Build (warnings are errors, as in CI)::
 
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
+The site uses the PyData Sphinx theme (as numpy, scipy and networkx do) and loads nothing from
+the network: MathJax 3 is bundled by ``sphinx-mathjax-offline`` (copied to ``_static/mathjax``),
+the theme's fonts and icons are its own static files, and no analytics, ads or edit links are
+configured.
+``docs/_ext/check_offline.py`` checks a built site for network assets and typesets its math.
+
+Claim ids (T1 … T12, T12b, …) written in docstrings and pages link to their anchors on the theory
+page ``docs/reference.md``, and every API page gets a "Claims implemented" line under its title
+(the local extension ``docs/_ext/claimlinks.py``).
+
 The API pages are generated at build time into ``docs/api/generated/`` (git-ignored): one page
 per public module of ``mdsd_ot`` (found by walking the package, so new modules appear without
 editing this file), plus the private modules whose objects a package re-exports.  Each object is
@@ -24,6 +34,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(DOCS / "_ext"))  # local extensions (claimlinks)
 
 project = "mdsd-ot"
 author = "mdsd-ot contributors"
@@ -38,8 +49,10 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 copied into _static/: math renders without a network
     "sphinx.ext.viewcode",
     "numpydoc",
+    "claimlinks",  # claim ids (T1..T12, T12b, ...) link to docs/reference.md
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
@@ -63,10 +76,35 @@ numpydoc_xref_param_type = False
 _OPTIONAL = ["torch", "ot", "safetensors", "cmr", "flint"]
 autodoc_mock_imports = [m for m in _OPTIONAL if importlib.util.find_spec(m) is None]
 
-# -- HTML -------------------------------------------------------------------------------
-html_theme = "alabaster"
+# -- HTML: PyData Sphinx theme, configured like numpy's / scipy's, nothing external --------
+html_theme = "pydata_sphinx_theme"
 html_title = f"mdsd-ot {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["mdsd-ot.css"]
+html_theme_options = {
+    "navbar_start": ["navbar-logo"],
+    "navbar_center": ["navbar-nav"],
+    "navbar_end": ["theme-switcher"],
+    "navbar_persistent": ["search-button"],
+    "header_links_before_dropdown": 6,
+    "show_toc_level": 2,
+    "show_nav_level": 1,
+    "navigation_with_keys": False,
+    # No "Edit this page" button, no "Show source" link, no ads, no analytics, no icon links.
+    "use_edit_page_button": False,
+    "secondary_sidebar_items": ["page-toc"],
+    "primary_sidebar_end": [],
+    "icon_links": [],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+}
+html_context = {"default_mode": "light"}
+html_show_sourcelink = False
+html_copy_source = False
+
+# -- claim links (docs/_ext/claimlinks.py) ------------------------------------------------
+#: Docnames whose pages get the "Claims implemented" line (the generated API pages).
+claimlinks_api_prefix = "api/generated/"
 
 # -- API pages, generated ---------------------------------------------------------------
 #: Modules left out of the API reference (the CLI has its own page).

@@ -2,7 +2,8 @@
 
 The public API (re-exported here): :func:`alpha_star`, :func:`solve`, the draft laws of
 :mod:`mdsd_ot.drafts`, the :class:`Result` type, and the method registry :data:`METHODS`.
-Subpackages ``fast``, ``torch``, ``verifiers`` and ``theory`` are imported on first use.
+Subpackages ``fast``, ``torch``, ``verifiers``, ``reports`` and ``theory`` (and the modules ``io``
+and ``hf``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 from typing import Any
 
 from . import drafts
+from ._version import __version__
 from .api import alpha_star, available_methods, solve
 from .drafts import (
     ConditionalPoisson,
@@ -24,8 +26,6 @@ from .drafts import (
 )
 from .methods import METHODS
 from .result import Result
-
-__version__ = "0.1.0"
 
 __all__ = [
     "alpha_star",
@@ -47,14 +47,17 @@ __all__ = [
     "fast",
     "torch",
     "verifiers",
+    "reports",
+    "io",
+    "hf",
     "theory",
     "__version__",
 ]
 
-_LAZY_MODULES = {"fast", "torch", "verifiers", "theory", "exact"}
+_LAZY_MODULES = {"fast", "torch", "verifiers", "reports", "theory", "exact", "io", "hf"}
 _LAZY_ATTRS = {
     "certify": ("mdsd_ot.exact.certificate", "certify"),
-    "crosscheck": ("mdsd_ot.crosscheck", "crosscheck"),
+    "crosscheck": ("mdsd_ot.reports.crosscheck", "crosscheck"),
 }
 
 

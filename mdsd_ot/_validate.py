@@ -383,7 +383,10 @@ def check_n(n: Any, name: str = "n") -> int:
 
 def check_support(q: Sequence[Any] | np.ndarray, n: int, scheme: str, name: str = "q") -> None:
     """Check that ``q`` has at least ``n`` tokens of positive mass (distinct-token schemes)."""
-    support = int(sum(1 for v in q if v > 0))
+    if isinstance(q, np.ndarray) and q.dtype != object:
+        support = int(np.count_nonzero(q > 0))
+    else:
+        support = int(sum(1 for v in q if v > 0))
     if support < n:
         raise ValueError(
             f"{name}: the {scheme} scheme draws n={n} distinct tokens but {name} has only "
@@ -403,6 +406,8 @@ def check_same_length(p: Sequence[Any], q: Sequence[Any], pname: str = "p", qnam
 def check_size(size: int, limit: int, what: str, hint: str) -> None:
     """Refuse an instance larger than ``limit`` (named ``what``), pointing to ``hint``."""
     if size > limit:
+        # integers above 4,300 digits cannot be printed; never spell out huge counts
+        need = f"{size:,}" if size < 10**18 else f"at least 2^{int(size).bit_length() - 1:,}"
         raise ValueError(
-            f"instance too large for {what}: needs {size:,} entries (limit {limit:,}); {hint}"
+            f"instance too large for {what}: needs {need} entries (limit {limit:,}); {hint}"
         )

@@ -1,8 +1,8 @@
 """The import graph of ``mdsd_ot``: no cycles, and imports only go down the layers.
 
 The layers (docs/architecture in the README): validation/results → method registry → draft laws
-→ exact and fast solvers → torch → api → verifiers → lossless kit → io/hf → reports → theory →
-cli.  A module may import what sits in a lower layer, or in its own package; never a higher
+→ exact and fast solvers → torch → api → verifiers → lossless kit → io → hf → reports → theory
+→ cli.  A module may import what sits in a lower layer, or in its own package; never a higher
 layer (even lazily, inside a function), and never in a circle.  The package ``mdsd_ot`` itself
 (``mdsd_ot/__init__.py``) is the public facade on top: nothing below imports it.
 """
@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "mdsd_ot"
 #: Layer of each top-level part of the package (lower imports nothing higher).
 LAYERS: dict[str, int] = {
     "_validate": 0,
+    "_version": 0,
     "result": 0,
     "methods": 1,
     "synthetic": 2,
@@ -30,14 +31,14 @@ LAYERS: dict[str, int] = {
     "verifiers": 6,
     "lossless": 7,
     "io": 8,
-    "hf": 8,
-    "demo": 8,
-    "reports": 9,
-    "crosscheck": 9,
-    "theory": 10,
-    "cli": 11,
-    "__main__": 11,
-    "__init__": 12,
+    "hf": 9,  # writes shards with mdsd_ot.io
+    "demo": 9,
+    "reports": 10,
+    "crosscheck": 10,
+    "theory": 11,
+    "cli": 12,
+    "__main__": 12,
+    "__init__": 13,
 }
 
 
@@ -97,7 +98,7 @@ FILES = sorted(ROOT.rglob("*.py"))
 
 #: Edges still being removed by work in progress (must be empty when the reshape is complete).
 KNOWN_UPWARD: set[tuple[str, str]] = {("mdsd_ot.fast", "mdsd_ot.torch")}
-KNOWN_GUARDED: set[str] = {"mdsd_ot/verifiers/gap.py"}
+KNOWN_GUARDED: set[str] = set()
 
 
 def test_every_part_has_a_layer():

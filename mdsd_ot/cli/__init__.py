@@ -22,7 +22,16 @@ app = typer.Typer(
 )
 
 #: Command modules of this package, each with ``register(app)``.
-COMMAND_MODULES = ("crosscheck", "solve", "alpha", "claims", "gap")
+COMMAND_MODULES = (
+    "crosscheck",
+    "solve",
+    "alpha",
+    "claims",
+    "gap",
+    "report",
+    "collect",
+    "lossless",
+)
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}").register(app)

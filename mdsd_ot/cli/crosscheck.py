@@ -2,7 +2,7 @@
 
 Three ways to choose the instances:
 
-- no instance options: the built-in bank (:func:`mdsd_ot.crosscheck.builtin_instances`),
+- no instance options: the built-in bank (:func:`mdsd_ot.reports.crosscheck.builtin_instances`),
   optionally filtered by ``--scheme`` and ``-n``;
 - ``--p`` and ``--q``: one instance.  For ``--scheme product`` give ``--q`` once per draft
   (``--q 0.5,0.5 --q 0.9,0.1``), or one ``.json`` file holding a list of lists, or a single q
@@ -24,7 +24,8 @@ import numpy as np
 import typer
 from rich.markup import escape
 
-from ..crosscheck import (
+from ..drafts import make
+from ..reports.crosscheck import (
     DEFAULT_TOL,
     CrosscheckReport,
     Instance,
@@ -33,7 +34,6 @@ from ..crosscheck import (
     make_instance,
     random_instances,
 )
-from ..drafts import make
 from ._common import (
     SCHEME_HELP,
     JsonOption,

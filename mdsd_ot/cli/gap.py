@@ -4,7 +4,8 @@ Positions come from files (``--p-file``/``--q-file``: ``.npy`` or ``.json`` arra
 ``(V,)`` or ``(m, V)``, one target/draft row per position) or from the documented synthetic family
 (``--synthetic``, :mod:`mdsd_ot.synthetic`).  Each number is averaged over the positions with its
 standard error; how it was computed (fast solver, closed form, enumeration, simulation) is in the
-``method`` column (see :mod:`mdsd_ot.verifiers.gap`).
+``method`` column (see :mod:`mdsd_ot.reports.evaluate`).  This is the in-memory shortcut of
+``mdsd-ot report`` (same computation, same result keys: :mod:`mdsd_ot.reports`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import typer
 
 from ._common import bad_input_exits_2, read_vector
+from .report import print_table
 
 __all__ = ["register", "parse_temperatures"]
 
@@ -40,51 +42,6 @@ def parse_temperatures(text: str | None) -> list[float | None]:
     if not out:
         raise ValueError("--temperatures: give at least one temperature, e.g. 0.5,1,2")
     return out
-
-
-def _fmt(stat: dict[str, float] | None, digits: int = 4) -> str:
-    if stat is None:
-        return "—"
-    m = 0.0 if abs(stat["mean"]) < 0.5 * 10**-digits else stat["mean"]
-    return f"{m:.{digits}f}±{stat['se']:.{digits}f}" if stat["se"] else f"{m:.{digits}f}"
-
-
-def _print_table(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..verifiers.gap import table_rows
-
-    table = Table(
-        title=f"verifier gaps: n = {report['n']}, V = {report['V']}, "
-        f"{report['positions']} position(s) (mean ± s.e.)"
-    )
-    for col in ("T", "draft law", "α*", "verifier", "acceptance", "gap", "how"):
-        table.add_column(
-            col, justify="right" if col in ("T", "α*", "acceptance", "gap") else "left"
-        )
-    last = None
-    for r in table_rows(report):
-        T = "as given" if r["temperature"] is None else f"{r['temperature']:g}"
-        key = (r["temperature"], r["law"])
-        table.add_row(
-            T if key != last else "",
-            r["law"] if key != last else "",
-            _fmt(r["alpha_star"]) if key != last else "",
-            r["verifier"] or "—",
-            _fmt(r["acceptance"]),
-            _fmt(r["gap"]),
-            r["method"] or "",
-            end_section=False,
-        )
-        last = key
-    console = Console()
-    if not console.is_terminal:  # piped output: do not wrap the table at 80 columns
-        console = Console(width=132)
-    console.print(table)
-    skipped = {r["law"]: r["skipped"] for r in report["results"] if r.get("skipped")}
-    for law, why in skipped.items():
-        typer.echo(f"note: {law}: {why}", err=True)
 
 
 def _positions(
@@ -192,22 +149,21 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             import matplotlib.pyplot as plt
 
-            from ..verifiers.gap import plot_gap
+            from ..reports import plot_gap
 
-            fig = plot_gap(report, plot)
-            plt.close(fig)
+            plt.close(plot_gap(report, plot))
             report["plot"] = plot
         if as_json:
             typer.echo(json.dumps(report, indent=2))
         else:
-            _print_table(report)
+            print_table(report)
             if plot is not None:
                 typer.echo(f"wrote {plot}")
 
 
 def _run(P, Q, n, temps, logits, samples, seed, meta, total):
     """The report, with a rich progress bar on stderr (a terminal) over many positions."""
-    from ..verifiers.gap import gap_report
+    from ..reports import gap_report
 
     kwargs = dict(temperatures=temps, logits=logits, samples=samples, seed=seed, meta=meta)
     if total < 8:

@@ -235,6 +235,17 @@ class DraftLaw:
         """Draw ``size`` draft tuples: an int64 array of shape ``(size, n)``."""
         raise NotImplementedError  # pragma: no cover
 
+    # -- work estimates (what the exact methods' size guards count) ------------------------
+    def q_eval_work(self) -> int:
+        """Elementary steps of one evaluation of ``Q(H)`` at |H| = V (the default enumerates the
+        support of the joint law)."""
+        return self.support_size_bound() * self.n
+
+    def set_weight_work(self) -> int:
+        """Terms summed by :meth:`set_weight_table` (the default aggregates the joint law: n per
+        draft tuple)."""
+        return self.support_size_bound() * self.n
+
     # -- set and tuple weights (the exact solvers' capacities) -----------------------------
     def set_count_bound(self) -> int:
         """An upper bound on the number of token sets S with :math:`w_S > 0`, without building them."""
@@ -353,6 +364,10 @@ class QLaw(DraftLaw):
                 f"n: {type(self).__name__} is defined for n = {self.fixed_n} drafts only, "
                 f"got n={self.n}"
             )
+        self._check_support()
+
+    def _check_support(self) -> None:
+        """Refuse a q the law is undefined for (distinct-token laws need n positive tokens)."""
         if self.distinct:
             V_.check_support(self.q, self.n, self.scheme)
 
@@ -371,6 +386,10 @@ class QLaw(DraftLaw):
     def reference_q(self, exact: bool = False) -> Any:
         """The law's own q (Fractions with ``exact=True``)."""
         return list(self.qvals(True)) if exact else self.q
+
+    def q_eval_work(self) -> int:
+        """One Q(H) of a law with a product or closed form: about n passes over the vocabulary."""
+        return self.n * self.V
 
     def support(self) -> np.ndarray:
         """The tokens with q > 0 (int64, ascending)."""

@@ -24,6 +24,7 @@ __all__ = [
     "complement_sums",
     "count_sets",
     "sorted_sets",
+    "covering_weights",
     "MAX_SETS",
     "MAX_TUPLES",
     "MAX_SET_WORK",
@@ -220,3 +221,32 @@ def complement_sums(q: np.ndarray, P: np.ndarray) -> np.ndarray:
     lo = np.concatenate([np.zeros((K, 1), np.int64), r + 1], axis=1)  # range starts
     hi = np.concatenate([r, np.full((K, 1), V, np.int64)], axis=1)  # range ends (exclusive)
     return np.sum(np.maximum(C[hi] - C[lo], 0.0), axis=1)
+
+
+def covering_weights(mem: np.ndarray, draws: list[np.ndarray], exact: bool) -> np.ndarray:
+    r"""Pr[the set of tokens drawn by independent draws is exactly S], for each row S of ``mem``.
+
+    Draw j takes token x with probability ``draws[j][x]``.  Dynamic programming over the draws
+    on the subsets :math:`C \subseteq S` covered so far (a bitmask of the k members of S):
+    :math:`\Pr_j(C)` for every C, and :math:`w_S = \Pr_n(S)`.  All terms are non-negative (no
+    cancellation), probabilities stay in [0, 1] (no overflow for any n), and the work is
+    :math:`n\,k\,2^k` per set of size k.
+
+    Examples
+    --------
+    >>> covering_weights(np.array([[0, 1]]), [np.array([0.5, 0.5])] * 2, False).tolist()
+    [0.5]
+    """
+    K, k = mem.shape
+    dt = object if exact else np.float64
+    state = np.zeros((K, 2**k), dtype=dt)
+    state[:, 0] = Fraction(1) if exact else 1.0
+    for q in draws:
+        new = np.zeros_like(state)
+        for c in range(k):
+            qc = q[mem[:, c]]
+            bit = 1 << c
+            for b in range(2**k):
+                new[:, b | bit] = new[:, b | bit] + state[:, b] * qc
+        state = new
+    return state[:, -1]

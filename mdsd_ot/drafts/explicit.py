@@ -63,6 +63,10 @@ class Explicit(DraftLaw):
         """The joint table (float64, shape ``(V,)*n``)."""
         return self._table
 
+    def q_eval_work(self) -> int:
+        """Exact Q(H) sums the |H|^n entries of the table inside Hⁿ."""
+        return self.V**self.n
+
     def _Q(self, mask, exact):
         if not exact:
             sub = self._table[np.ix_(*[mask] * self.n)]

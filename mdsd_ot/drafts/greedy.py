@@ -33,9 +33,14 @@ def greedy_top(q: np.ndarray, k: int) -> tuple[int, ...]:
     return tuple(int(i) for i in order[:k])
 
 
-def _mass_outside(qv: Sequence[Number], excluded: set[int], exact: bool) -> Number:
+def _mass_outside(law: QLaw, excluded: Sequence[int], exact: bool) -> Number:
     """Σ q over the tokens not in ``excluded``, summed directly (never 1 − q(excluded))."""
-    return sum((v for x, v in enumerate(qv) if x not in excluded), zero(exact))
+    if not exact:
+        keep = np.ones(law.V, dtype=bool)
+        keep[list(excluded)] = False
+        return float(np.sum(law.q[keep]))
+    ex = set(excluded)
+    return sum((v for x, v in enumerate(law.qvals(True)) if x not in ex), zero(True))
 
 
 class Greedy(QLaw):
@@ -56,11 +61,12 @@ class Greedy(QLaw):
 
     scheme = "greedy"
     kernel = "greedy"
+    distinct = True
     random_full_support = True
     summary = "the top n-1 tokens of q, then one draw from q without them (Hu et al. §5.1)"
 
-    def __init__(self, q: Any, n: int):
-        super().__init__(q, n)
+    def _check_support(self) -> None:
+        """The last draft needs positive mass outside T (however small)."""
         self.T = greedy_top(self.q, self.n - 1)
         if self.n - 1 >= self.V or not (self._rest(False) > 0):
             raise ValueError(
@@ -69,15 +75,19 @@ class Greedy(QLaw):
             )
 
     def _rest(self, exact: bool) -> Number:
-        return _mass_outside(self.qvals(exact), set(self.T), exact)
+        return _mass_outside(self, self.T, exact)
 
     def q_prime(self, exact: bool | None = None) -> Sequence[Number] | np.ndarray:
         """q' = q with T removed and renormalised (the law of the last draft)."""
         ex = self.rational if exact is None else exact
-        qv = self.qvals(ex)
         rest = self._rest(ex)
-        out = [zero(ex) if i in self.T else qv[i] / rest for i in range(self.V)]
-        return out if ex else np.array(out)
+        if not ex:
+            out = self.q.copy()
+            out[list(self.T)] = 0.0
+            return out / rest
+        qv = self.qvals(True)
+        T = set(self.T)
+        return [zero(True) if i in T else qv[i] / rest for i in range(self.V)]
 
     def alpha_closed_form(self, p: Any, exact: bool | None = None) -> Number:
         r"""T9: :math:`\alpha^* = P(T) + \sum_{x \notin T} \min(p(x), q'(x))`."""
@@ -142,12 +152,16 @@ class SpecHub(QLaw):
 
     scheme = "spechub"
     kernel = "greedy"
+    distinct = True
     fixed_n = 2
     random_full_support = True
     summary = "SpecHub (n = 2): x1 ~ q; x2 ~ q without the top token if x1 is it, else the top"
 
     def __init__(self, q: Any, n: int = 2):
         super().__init__(q, n)
+
+    def _check_support(self) -> None:
+        """The second draft needs positive mass outside the top token a."""
         self.a = greedy_top(self.q, 1)[0]
         if not (self._rest(False) > 0):
             raise ValueError(
@@ -155,7 +169,7 @@ class SpecHub(QLaw):
             )
 
     def _rest(self, exact: bool) -> Number:
-        return _mass_outside(self.qvals(exact), {self.a}, exact)
+        return _mass_outside(self, [self.a], exact)
 
     def spec(self):
         return {"scheme": self.scheme, "n": 2, "q": [fmt(v) for v in self.qvals(self.rational)]}

@@ -19,6 +19,7 @@ from ._sets import (
     SetWeights,
     combinations,
     count_sets,
+    covering_weights,
     grid,
 )
 from .sampling import InverseCDF
@@ -149,18 +150,8 @@ class Product(DraftLaw):
         mems, ws = [], []
         for k in self._sizes():
             mem = sup[combinations(len(sup), k)]
-            state = np.zeros((len(mem), 2**k), dtype=dt)
-            state[:, 0] = one(ex)
-            for j in range(n):
-                new = np.zeros_like(state)
-                for c in range(k):
-                    qc = qs[j][mem[:, c]][:, None]
-                    bit = 1 << c
-                    for b in range(2**k):
-                        new[:, b | bit] = new[:, b | bit] + state[:, b] * qc[:, 0]
-                state = new
             mems.append(np.pad(mem, ((0, 0), (0, n - k)), constant_values=-1))
-            ws.append(state[:, -1])
+            ws.append(covering_weights(mem, qs, ex))
         members = np.concatenate(mems) if mems else np.zeros((0, n), np.int64)
         if ex:
             return SetWeights.build(members, [x for w in ws for x in w], True, self.V)

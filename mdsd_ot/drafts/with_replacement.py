@@ -18,6 +18,7 @@ from ._sets import (
     combinations,
     compositions,
     count_sets,
+    covering_weights,
     grid,
 )
 from .sampling import inverse_cdf_table
@@ -70,16 +71,31 @@ class WithReplacement(QLaw):
     def set_count_bound(self):
         return count_sets(int(np.count_nonzero(self.q)), self._sizes())
 
+    def _route(self, k: int, exact: bool) -> str:
+        """Compositions (C(n−1, k−1) terms) or the covering DP (n·k·2^k), whichever is cheaper;
+        in floats compositions only while n! fits a float (n ≤ 170)."""
+        comps = math.comb(self.n - 1, k - 1) * k
+        dp = self.n * k * 2**k
+        if comps <= dp and (exact or self.n <= 170):
+            return "compositions"
+        return "dp"
+
     def set_weight_work(self) -> int:
-        """Terms summed by :meth:`set_weight_table`: C(m, k) sets × C(n−1, k−1) compositions × k."""
+        """Terms summed by :meth:`set_weight_table`: per set of size k, the cheaper of
+        C(n−1, k−1) compositions × k and the covering DP's n·k·2^k."""
         m = int(np.count_nonzero(self.q))
-        return sum(math.comb(m, k) * math.comb(self.n - 1, k - 1) * k for k in self._sizes())
+        return sum(
+            math.comb(m, k) * min(math.comb(self.n - 1, k - 1) * k, self.n * k * 2**k)
+            for k in self._sizes()
+        )
 
     def set_weight_table(self, exact=None):
-        r"""Closed form: :math:`w_S = \sum_{m} \binom{n}{m_1, \dots, m_k} \prod_j q(s_j)^{m_j}`.
+        r"""Closed form :math:`w_S = \sum_{m} \binom{n}{m_1, \dots, m_k} \prod_j q(s_j)^{m_j}`.
 
         The sum runs over the compositions m of n into k = |S| positive parts (all terms
-        positive: no cancellation in floats).
+        positive: no cancellation in floats); where that has more terms than the covering
+        dynamic program (:func:`~mdsd_ot.drafts._sets.covering_weights`, n·k·2^k per set), or n!
+        would overflow a float, the DP is used.
         """
         ex = self.rational if exact is None else exact
         sup = self.support()
@@ -91,19 +107,23 @@ class WithReplacement(QLaw):
         mems, ws, err = [], [], 0.0
         for k in self._sizes():
             mem = sup[combinations(len(sup), k)]
-            cols = [q[mem[:, j]] for j in range(k)]
-            w = np.zeros(len(mem), dtype=q.dtype)
-            terms = 0
-            for comp in compositions(n, k):
-                coef = math.factorial(n) // math.prod(math.factorial(c) for c in comp)
-                term = np.full(len(mem), one(ex) * coef, dtype=q.dtype)
-                for j, c in enumerate(comp):
-                    term = term * cols[j] ** c
-                w = w + term
-                terms += 1
+            if self._route(k, ex) == "dp":
+                w = covering_weights(mem, [q] * n, ex)
+                err += n * (2 * k + 1) * _EPS
+            else:
+                cols = [q[mem[:, j]] for j in range(k)]
+                w = np.zeros(len(mem), dtype=q.dtype)
+                terms = 0
+                for comp in compositions(n, k):
+                    coef = math.factorial(n) // math.prod(math.factorial(c) for c in comp)
+                    term = np.full(len(mem), one(ex) * coef, dtype=q.dtype)
+                    for j, c in enumerate(comp):
+                        term = term * cols[j] ** c
+                    w = w + term
+                    terms += 1
+                err += (2 * n + terms) * _EPS
             mems.append(np.pad(mem, ((0, 0), (0, n - k)), constant_values=-1))
             ws.append(w)
-            err += (2 * n + terms) * _EPS
         members = np.concatenate(mems) if mems else np.zeros((0, n), np.int64)
         if ex:
             return SetWeights.build(members, [x for w in ws for x in w], True, self.V)

@@ -85,7 +85,7 @@ class WithoutReplacement(QLaw):
 
     :math:`p_{draft}(\bar i) = \prod_j q(\bar i_j) / (1 - \sum_{l<j} q(\bar i_l))` on tuples of
     distinct tokens.  Needs at least n tokens with q > 0.  This is *not* the conditional-Poisson
-    law (T12).  q-convex: proved for n ≤ 2, checked for n ≥ 3 (T5; see ``proofs/``).
+    law (T12).  q-convex for every n (T5, proved in ``proofs/T05_q_convexity.md``).
 
     Examples
     --------
@@ -179,6 +179,11 @@ class WithoutReplacement(QLaw):
         for j in range(self.n):
             out[:, j] = table.draw_excluding(g.random(size), out[:, :j])
         return out
+
+    def q_eval_work(self) -> int:
+        """The recursion visits every drawn set of size < n inside H, summing over Σ at each."""
+        m = int(np.count_nonzero(self.q))
+        return sum(math.comb(m, k) for k in range(self.n)) * 2 * self.V
 
     # -- set and tuple weights ---------------------------------------------------------------
     def set_count_bound(self):

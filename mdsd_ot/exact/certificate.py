@@ -12,8 +12,9 @@ of those is 1 − Q(H).  So a feasible plan whose value **equals** P(H) + 1 − 
 both are optimal (T1: the forms share their optimum).  :func:`certify` checks exactly that, in
 Fractions: plan ≥ 0, its marginals, which pairs carry mass, and primal = dual.
 
-:func:`optimal_plan` builds such a pair: the max-flow matching (:mod:`.maxflow`) completed to a
-full coupling with marginals exactly p and p_draft (Lemma 1, :func:`.bmatching.complete_plan`).
+This module only checks.  :func:`mdsd_ot.exact.plans.optimal_plan` builds such a pair: the
+max-flow matching (:mod:`.maxflow`) completed to a full coupling with marginals exactly p and
+p_draft (Lemma 1, :func:`mdsd_ot.exact.plans.complete_plan`).
 """
 
 from __future__ import annotations
@@ -22,21 +23,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .. import _validate as V_
 from ..drafts import DraftLaw, Vector, as_mask
-from .bmatching import complete_plan
-from .maxflow import tuple_flow
+from ..drafts._sets import MAX_SETS
+from . import _limits
 
-__all__ = ["Certificate", "certify", "optimal_plan", "OptimalPlan", "DEFAULT_TOL", "DENSE_MAX"]
+__all__ = ["Certificate", "certify", "DEFAULT_TOL", "MAX_CERTIFY_WORK"]
 
 #: Tolerance applied when the plan or the inputs are floats (the cross-check's default).
 DEFAULT_TOL: float = 1e-9
-#: Largest dense plan (V^{n+1} entries) :func:`optimal_plan` builds (object arrays when exact).
-DENSE_MAX: dict[bool, int] = {True: 2**20, False: 2**26}
+#: Largest number of exact capacities × n (draft tuples, or token sets for reduced plans) that
+#: :func:`certify` computes in Fractions before checking a plan.
+MAX_CERTIFY_WORK: int = 2**22
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,21 @@ def _parse_plan(plan: Any, V: int, n: int) -> tuple[dict, str, bool]:
     return out, (kinds.pop() if kinds else "tuple"), exact
 
 
+def _check_work(draft: DraftLaw, kind: str) -> None:
+    """Refuse before computing the exact capacities (p_draft or w_S) of a large instance."""
+    what = f"an exact certificate ({kind} plan)"
+    if kind == "reduced":
+        hint = (
+            "certify a smaller instance (the float route of method='reduced' states its accuracy)"
+        )
+        _limits.check_sets(
+            draft, max_sets=MAX_SETS, max_work=MAX_CERTIFY_WORK, what=what, hint=hint
+        )
+    else:
+        hint = "certify the set-reduced plan of method='reduced' instead (keys (i, frozenset S))"
+        _limits.check_tuples(draft, per_tuple=draft.n, limit=MAX_CERTIFY_WORK, what=what, hint=hint)
+
+
 def certify(
     p: Any,
     draft: DraftLaw,
@@ -189,7 +206,7 @@ def certify(
         A dense ``(V,)+(V,)*n`` array (token first, then the draft tuple; floats or an object
         array of Fractions), a mapping ``{(i, tuple): mass}``, or a set-reduced mapping
         ``{(i, frozenset S): mass}`` (e.g. the ``plan`` of methods ``"maxflow"``,
-        ``"reduced"``, or :func:`optimal_plan`).
+        ``"reduced"``, or :func:`mdsd_ot.exact.plans.optimal_plan`).
     H : (V,) bool array or iterable of int
         The claimed optimal set.
     kind : {"auto", "coupling", "matching", "reduced"}
@@ -240,6 +257,7 @@ def certify(
         total = sum(entries.values(), zero)
         kind = "coupling" if abs(total - 1) <= T else "matching"
 
+    _check_work(draft, kind)
     pe = pv.exact
     caps = draft.set_weights(exact=True) if kind == "reduced" else draft.joint_items(exact=True)
     rows = [zero] * V
@@ -306,80 +324,3 @@ def certify(
         tolerance=tolerance,
         reason=reason,
     )
-
-
-class OptimalPlan(NamedTuple):
-    """A full optimal coupling, an optimal set, and α* (see :func:`optimal_plan`)."""
-
-    plan: np.ndarray
-    H: np.ndarray
-    alpha: Any
-
-
-def optimal_plan(p: Any, draft: DraftLaw, exact: bool | None = None) -> OptimalPlan:
-    r"""A full coupling C of p and p_draft that attains α*, with an optimal set H.
-
-    The max-flow of :mod:`.maxflow` gives a maximum b-matching M (value α*) and, from its
-    minimum cut, H.  Lemma 1 completes M with the unmatched mass,
-
-    .. math::
-
-       C(i, \bar i) = M(i, \bar i) + r_i\, s_{\bar i} / (1 - \alpha^*),
-
-    (r, s the row and column residuals; :func:`.bmatching.complete_plan`), so the marginals
-    are exactly p and p_draft and the value stays α*.
-
-    Parameters
-    ----------
-    p : (V,) array_like or Vector
-        Target distribution.
-    draft : DraftLaw
-        The draft law.
-    exact : bool, optional
-        Fractions (object array) via the exact networkx max-flow; default when p and the law
-        are rational.  ``False``: float64 via the scipy max-flow (marginals to rounding).
-
-    Returns
-    -------
-    OptimalPlan
-        ``plan`` (dense ``(V,)+(V,)*n``), ``H`` (bool mask), ``alpha`` (Fraction when exact).
-
-    Examples
-    --------
-    >>> from mdsd_ot.drafts import WithReplacement
-    >>> d = WithReplacement(["3/4", "1/4"], 2)
-    >>> C, H, a = optimal_plan(["1/2", "1/2"], d)
-    >>> a, C.shape, certify(["1/2", "1/2"], d, C, H).ok
-    (Fraction(15, 16), (2, 2, 2), True)
-    """
-    pv = p if isinstance(p, Vector) else Vector(p, "p")
-    V, n = draft.V, draft.n
-    V_.check_same_length(pv.float, np.empty(V), "p", "draft (its vocabulary)")
-    if exact is None:
-        exact = pv.rational and draft.rational
-    V_.check_size(
-        V ** (n + 1),
-        DENSE_MAX[bool(exact)],
-        "a dense optimal plan",
-        "use the plan of method='maxflow' or 'reduced' (sparse, a b-matching) instead",
-    )
-    r = tuple_flow(pv, draft, exact=bool(exact))
-    if exact:
-        items = draft.joint_items(exact=True)
-        full = complete_plan(pv.exact, items, dict(r["plan"]))
-        C = np.full((V,) + (V,) * n, Fraction(0), dtype=object)
-        for (i, t), m in full.items():
-            C[(i, *t)] = m
-        return OptimalPlan(C, r["H"], r["alpha_exact"])
-    t, w = draft.tuple_weights()
-    X = np.zeros((V,) + (V,) * n)
-    plan = r["plan"]
-    X[(plan.token, *plan.members.T)] = plan.mass
-    J = np.zeros((V,) * n)
-    J[tuple(t.T)] = w
-    axes = tuple(range(1, n + 1))
-    rres = np.clip(pv.float - X.sum(axis=axes), 0.0, None)
-    sres = np.clip(J - X.sum(axis=0), 0.0, None)
-    R = float(sres.sum())
-    C = X + np.multiply.outer(rres, sres) / R if R > 0 else X
-    return OptimalPlan(C, r["H"], r["alpha"])

@@ -20,17 +20,10 @@ import scipy.sparse as sp
 
 from ..drafts import DraftLaw, Vector
 from ..methods import register, timed
-from .bmatching import (
-    DraftGraph,
-    best_level_set,
-    certified_status,
-    check_graph_size,
-    draft_graph,
-    highs_lp,
-    repair_matching,
-    solve_highs_lp,
-    subset_value,
-)
+from . import _limits
+from ._graph import DraftGraph, best_level_set, draft_graph, subset_value
+from ._highs import highs_lp, solve_highs_lp
+from .plans import certified_status, repair_matching
 
 __all__ = ["dual_constraint_matrix", "w_vertex_cover", "MAX_EDGES_DUAL", "INTEGRAL_TOL"]
 
@@ -38,6 +31,17 @@ __all__ = ["dual_constraint_matrix", "w_vertex_cover", "MAX_EDGES_DUAL", "INTEGR
 MAX_EDGES_DUAL: int = 2**21
 #: A vertex counts as integral when every coordinate is within this of 0 or 1.
 INTEGRAL_TOL: float = 1e-9
+
+
+def _check(draft: DraftLaw) -> None:
+    """Refuse, before enumerating p_draft, more than :data:`MAX_EDGES_DUAL` edge constraints."""
+    _limits.check_tuples(
+        draft,
+        per_tuple=draft.n,
+        limit=MAX_EDGES_DUAL,
+        what="the w-vertex-cover dual (10)",
+        hint=_limits.instead(draft, "fast", "reduced"),
+    )
 
 
 def _edge_block(g: DraftGraph) -> sp.csr_matrix:
@@ -63,7 +67,7 @@ def dual_constraint_matrix(draft: DraftLaw) -> sp.csr_matrix:
     >>> A.toarray().astype(int).tolist()
     [[1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     """
-    check_graph_size(draft, MAX_EDGES_DUAL, "the w-vertex-cover dual (10)")
+    _check(draft)
     g = draft_graph(draft)
     return sp.vstack([_edge_block(g), sp.identity(g.V + g.K, format="csr")], format="csr")
 
@@ -95,7 +99,7 @@ def w_vertex_cover(p: Any, draft: DraftLaw, integer: bool = False) -> dict[str, 
     (0.75, [1.0, 0.0], True)
     """
     pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
-    check_graph_size(draft, MAX_EDGES_DUAL, "the w-vertex-cover dual (10)")
+    _check(draft)
     g = draft_graph(draft)
     E = len(g.edge_i)
     A = _edge_block(g)

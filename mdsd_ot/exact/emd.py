@@ -9,7 +9,7 @@ Cost :math:`c(i, \bar i) = 1 - 1[i \in \bar i]` over Σ × supp(p_draft); then
 POT is optional (``pip install 'mdsd-ot[test]'``).  The network simplex works in float64 on a
 problem with 0/1 costs; the returned α = 1 − cost is accurate to rounding in the summation
 (registered accuracy 1e-9, checked against the exact alpha bank).  H is the best level set of
-POT's token potentials (:func:`~mdsd_ot.exact.bmatching.best_level_set`).
+POT's token potentials (:func:`~mdsd_ot.exact._graph.best_level_set`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import numpy as np
 
 from ..drafts import DraftLaw, Vector
 from ..methods import register, timed
-from .bmatching import best_level_set, check_graph_size, draft_graph
+from . import _limits
+from ._graph import best_level_set, draft_graph
 
 __all__ = ["emd_alpha", "MAX_ENTRIES_EMD"]
 
@@ -54,9 +55,16 @@ def emd_alpha(p: Any, draft: DraftLaw) -> dict[str, Any]:
     >>> round(out["alpha"], 12)
     0.9375
     """
-    ot = _import_ot()
     pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
-    check_graph_size(draft, MAX_ENTRIES_EMD, "ot.emd on the transport LP (7)", per_tuple=draft.V)
+    _limits.check_tuples(  # before importing POT (seconds)
+        draft,
+        per_tuple=draft.V,
+        limit=MAX_ENTRIES_EMD,
+        what="ot.emd on the transport LP (7)",
+        hint=_limits.instead(draft, "fast", "reduced"),
+        unit="cost-matrix entries",
+    )
+    ot = _import_ot()
     g = draft_graph(draft)
     cost = 1.0 - g.match_matrix()
     b = g.w / g.w.sum()

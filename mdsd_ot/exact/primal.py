@@ -15,12 +15,12 @@ Numerics (architecture.md, "Known traps"):
 - the primal simplex starts from a least-cost spanning-tree basis (:func:`crash_basis`;
   ~25x fewer iterations at V = 16, n = 3); should that run not end optimal, cold solves with
   presolve, without presolve, and by interior point follow (``info["attempts"]``);
-- HiGHS runs with feasibility tolerances :data:`~mdsd_ot.exact.bmatching.LP_TOL` (1e-10,
+- HiGHS runs with feasibility tolerances ``LP_TOL`` of :mod:`._highs` (1e-10,
   its minimum); even so its values can miss the marginals by ~1e-9 and its objective α*
   by ~5e-10.  So the reported α is P(H) + 1 − Q(H) for the best level set H of the token
-  potentials u (:func:`~mdsd_ot.exact.bmatching.best_level_set`), an upper bound on α*, and
+  potentials u (:func:`~mdsd_ot.exact._graph.best_level_set`), an upper bound on α*, and
   the plan's matched part, repaired into a feasible maximum b-matching
-  (:func:`~mdsd_ot.exact.bmatching.repair_matching`), gives a lower bound.  Their difference,
+  (:func:`~mdsd_ot.exact.plans.repair_matching`), gives a lower bound.  Their difference,
   ``info["gap"]``, bounds the error; the status is ``"optimal"`` when it is ≤ 1e-9 (the
   registered accuracy, also checked against the exact alpha bank in the tests).
 - The returned plan is the Lemma 1 completion of the repaired matching: marginals p and
@@ -36,16 +36,10 @@ import scipy.sparse as sp
 
 from ..drafts import DraftLaw, Vector
 from ..methods import register, timed
-from .bmatching import (
-    DraftGraph,
-    certified_status,
-    certify_flows,
-    check_graph_size,
-    complete_dense,
-    draft_graph,
-    highs_lp,
-    solve_highs_lp,
-)
+from . import _limits
+from ._graph import DraftGraph, draft_graph
+from ._highs import highs_lp, solve_highs_lp
+from .plans import certified_status, certify_flows, complete_dense
 
 __all__ = ["transport_lp", "transport_problem", "MAX_VARIABLES", "MAX_VARIABLES_CVXPY"]
 
@@ -56,7 +50,15 @@ MAX_VARIABLES_CVXPY: int = 2**18
 
 
 def _check(draft: DraftLaw, limit: int, what: str) -> None:
-    check_graph_size(draft, limit, what, per_tuple=draft.V)
+    """Refuse, before enumerating p_draft, more than ``limit`` LP variables V·|supp(p_draft)|."""
+    _limits.check_tuples(
+        draft,
+        per_tuple=draft.V,
+        limit=limit,
+        what=what,
+        hint=_limits.instead(draft, "fast", "reduced"),
+        unit="LP variables",
+    )
 
 
 def transport_matrix(graph: DraftGraph, drop_last: bool = True) -> sp.csc_matrix:
@@ -248,10 +250,10 @@ def transport_problem(p: Any, draft: DraftLaw):
     >>> prob.constraints[0].dual_value.shape
     (2,)
     """
+    pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
+    _check(draft, MAX_VARIABLES_CVXPY, "the cvxpy transport model (7)")  # before importing cvxpy
     import cvxpy as cp
 
-    pv = p.float if isinstance(p, Vector) else Vector(p, "p").float
-    _check(draft, MAX_VARIABLES_CVXPY, "the cvxpy transport model (7)")
     g = draft_graph(draft)
     M = g.match_matrix()
     C = cp.Variable((g.V, g.K), nonneg=True, name="C")

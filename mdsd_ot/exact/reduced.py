@@ -16,10 +16,14 @@ The weights are computed by the draft laws themselves (``law.set_weight_table``,
 in :mod:`mdsd_ot.drafts`, never enumerating Σⁿ for the q-based laws).
 
 Solvers: rational inputs (p and the law both rational) go through networkx on exact integers
-(:func:`~mdsd_ot.exact.maxflow.bipartite_maxflow_exact`); float inputs, or rational ones with
+(:func:`~mdsd_ot.exact._flow.bipartite_maxflow_exact`); float inputs, or rational ones with
 more than :data:`MAX_SETS_EXACT` sets, through the refined scipy max-flow
-(:func:`~mdsd_ot.exact.maxflow.bipartite_maxflow_scipy`), exact on the 2^-60 grid; its stated
+(:func:`~mdsd_ot.exact._flow.bipartite_maxflow_scipy`), exact on the 2^-60 grid; its stated
 accuracy is ``(V + M)·2^-60`` plus the float error of the weights (per result, ``accuracy``).
+
+Size guard: before any weight is computed, the instance is refused above :data:`MAX_SETS`
+token sets, or above :data:`MAX_SET_WORK` set-table entries (n per set) or terms of the law's
+set-weight computation (``law.set_weight_work()``).
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ import numpy as np
 
 from .. import _validate as V_
 from ..drafts import DraftLaw, Vector
-from ..drafts._sets import MAX_SETS
+from ..drafts._sets import MAX_SET_WORK, MAX_SETS
 from ..methods import register, timed
-from .maxflow import (
+from . import _limits
+from ._flow import (
     FINE_BITS,
     SparsePlan,
     bipartite_maxflow_exact,
@@ -46,6 +51,7 @@ __all__ = [
     "reduced_problem",
     "largest_v_within",
     "MAX_SETS",
+    "MAX_SET_WORK",
     "MAX_SETS_EXACT",
 ]
 
@@ -58,6 +64,24 @@ _EPS = 2.0**-53
 # --------------------------------------------------------------------------------------------
 # The reduced flow
 # --------------------------------------------------------------------------------------------
+def check_size(draft: DraftLaw) -> int:
+    """Refuse, before computing any weight, an instance above the set limits; return the sets.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import Product
+    >>> check_size(Product([["1/5", "4/5"]] * 40))  # {0}, {1}, {0, 1}
+    3
+    """
+    return _limits.check_sets(
+        draft,
+        max_sets=MAX_SETS,
+        max_work=MAX_SET_WORK,
+        what=f"the set-reduced flow of {draft!r}",
+        hint=_limits.instead(draft, "fast"),
+    )
+
+
 def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[str, Any]:
     r"""Build and solve the set-reduced flow; return the :class:`~mdsd_ot.result.Result` fields.
 
@@ -76,10 +100,16 @@ def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[
     dict
         ``alpha``, ``alpha_exact`` (exact route), ``H`` (optimal set, verified:
         P(H) + 1 − Σ_{S⊆H} w_S = α within ``accuracy``), ``plan`` (a
-        :class:`~mdsd_ot.exact.maxflow.SparsePlan` ``{(i, S): flow}`` with
+        :class:`~mdsd_ot.exact._flow.SparsePlan` ``{(i, S): flow}`` with
         Σ_S flow(i, S) ≤ p(i), Σ_i flow(i, S) ≤ w_S and total α), ``accuracy`` and ``info``
         (``weights``: the :class:`SetWeights` mapping ``{S: w_S}``, ``sets``, ``edges``,
         ``route``, ``cut_value``, timings).
+
+    Raises
+    ------
+    ValueError
+        Above :data:`MAX_SETS` sets or :data:`MAX_SET_WORK` table entries / weight terms
+        (:func:`check_size`), before any work.
 
     Examples
     --------
@@ -96,14 +126,16 @@ def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[
     pv = p if isinstance(p, Vector) else Vector(p, "p")
     V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
     t0 = time.perf_counter()
+    sets = check_size(draft)
     if exact is None:
-        exact = pv.rational and draft.rational and draft.set_count_bound() <= MAX_SETS_EXACT
+        exact = pv.rational and draft.rational and sets <= MAX_SETS_EXACT
     elif exact:
-        V_.check_size(
-            draft.set_count_bound(),
+        _limits.refuse_above(
+            sets,
             MAX_SETS_EXACT,
             "the exact set-reduced flow",
             "use exact=False (the float route, exact on the 2^-60 grid)",
+            "token sets",
         )
     tab = draft.set_weight_table(exact=bool(exact))
     t_weights = time.perf_counter() - t0

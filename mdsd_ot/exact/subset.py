@@ -3,6 +3,10 @@ r"""Subset selection (8) by brute force: α* = min_{H⊆Σ} [P(H) + 1 − Q(H)].
 ``subset`` evaluates all 2^V sets in floats (absolute accuracy ~ 2^V · V · eps);
 ``subset-exact`` does the same in exact rationals.  The minimiser with the fewest tokens, then the
 smallest index mask, is returned, so H is deterministic.
+
+Both refuse, before converting p or evaluating any Q(H), an instance with V > :data:`MAX_V`
+or more than :data:`MAX_SUBSET_WORK` steps (2^V subsets × the law's cost of one Q(H),
+``law.q_eval_work()``); the check never computes 2^V itself, so V = 10⁶ is refused at once.
 """
 
 from __future__ import annotations
@@ -12,12 +16,43 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _validate as V_
 from ..drafts import DraftLaw
 from ..methods import register, timed
+from . import _limits
 
-#: Largest vocabulary the brute force accepts (2^V subsets).
-MAX_V = 16
+__all__ = ["subset_selection", "subset_objective", "check_size", "MAX_V", "MAX_SUBSET_WORK"]
+
+#: Largest vocabulary the brute force accepts.
+MAX_V: int = 16
+#: Largest work of the brute force: 2^V subsets × the steps of one Q(H) (``law.q_eval_work()``);
+#: 2^22 admits V = 16 for the product-form laws with n <= 4.
+MAX_SUBSET_WORK: int = 2**22
+
+
+def check_size(draft: DraftLaw) -> int:
+    """Refuse V > :data:`MAX_V`, or more than :data:`MAX_SUBSET_WORK` steps (2^V × the cost of
+    one Q(H)), before any work.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement, WithoutReplacement
+    >>> check_size(WithReplacement([0.5, 0.5], 3))  # 2^2 subsets x (n V = 6) steps
+    24
+    >>> check_size(WithoutReplacement([1 / 14] * 14, 5))
+    Traceback (most recent call last):
+    ...
+    ValueError: instance too large for brute-force subset selection: needs 674,824,192 subset
+    steps (2^14 subsets x 41,188 steps per Q(H)) (limit 4,194,304); it enumerates 2^V subsets
+    (V <= 16); use method='fast' (the fast solver) or method='reduced' (the set-reduced flow:
+    token sets instead of tuples)
+    """
+    what = "brute-force subset selection"
+    hint = f"it enumerates 2^V subsets (V <= {MAX_V}); " + _limits.instead(draft, "fast", "reduced")
+    if draft.V > MAX_V:
+        _limits.check_subsets(draft.V, 2**MAX_V * MAX_V, what, hint)
+    return _limits.check_subsets(
+        draft.V, MAX_SUBSET_WORK, what, hint, per_subset=draft.q_eval_work()
+    )
 
 
 def subset_objective(p, draft: DraftLaw, H, exact: bool = False):
@@ -41,12 +76,7 @@ def subset_selection(p, draft: DraftLaw, *, exact: bool = False):
     >>> a
     Fraction(1, 1)
     """
-    V_.check_size(
-        2**draft.V,
-        2**MAX_V,
-        "brute-force subset selection",
-        f"it enumerates 2^V subsets (V <= {MAX_V}); use method='fast' or 'reduced'",
-    )
+    check_size(draft)
     best, best_mask = None, None
     for k in range(draft.V + 1):
         for H in itertools.combinations(range(draft.V), k):
@@ -60,6 +90,8 @@ def subset_selection(p, draft: DraftLaw, *, exact: bool = False):
 
 @register("subset", accuracy=1e-12, exact=False)
 def _solve_subset(p, draft):
+    """Brute force over the 2^V subsets of Σ in floats (V <= 16)."""
+    check_size(draft)  # before converting p
     with timed() as t:
         a, H = subset_selection(list(map(float, p.float)), draft, exact=False)
     return dict(alpha=float(a), H=H, seconds=t.seconds)
@@ -67,6 +99,8 @@ def _solve_subset(p, draft):
 
 @register("subset-exact", accuracy=0.0, exact=True)
 def _solve_subset_exact(p, draft):
+    """Brute force over the 2^V subsets of Σ in exact rationals (V <= 16)."""
+    check_size(draft)  # before converting p to Fractions (seconds at V = 10^6)
     with timed() as t:
         a, H = subset_selection(p.exact, draft, exact=True)
     return dict(alpha=float(a), alpha_exact=a, H=H, seconds=t.seconds)

@@ -1,8 +1,11 @@
 """The theory toolkit: total unimodularity (T3), q-convexity / supermodularity / prefix
 optimality (T5-T7), the claims registry T1..T12 and the counterexample hunt.
 
-Modules: :mod:`.tum`, :mod:`.qconvex`, :mod:`.claims`, :mod:`.hunt`, :mod:`.witness`,
-:mod:`.instances`.
+Modules: :mod:`.tum` (with the search in :mod:`._tu_search`), :mod:`.qconvex`, :mod:`.claims`
+(a package: one module per claim, mirroring ``proofs/``), :mod:`.oracles` (the independent
+re-computations the claims compare against), :mod:`.hunt` and :mod:`.conjectures` (the
+counterexample search), :mod:`.witness` (exact witness files), :mod:`.instances` (rounding to
+rationals).
 """
 
 from __future__ import annotations
@@ -49,11 +52,15 @@ __all__ = [
     "supermodularity_violation",
     "claims",
     "hunt",
+    "conjectures",
+    "oracles",
+    "witness",
+    "instances",
 ]
 
 
 def __getattr__(name: str):
-    if name in ("claims", "hunt", "witness", "instances"):
+    if name in ("claims", "hunt", "conjectures", "oracles", "witness", "instances"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -1,24 +1,29 @@
 r"""Counterexample hunting: random restarts plus local search on the simplex.
 
-Each :class:`Conjecture` has a float ``violation(x)`` (> 0 means the conjecture fails at the
-instance ``x``), a random ``sample`` and an exact ``confirm``: the float optimum is rounded to
+Each conjecture (:mod:`mdsd_ot.theory.conjectures`) has a float ``violation(x)`` (> 0 means the
+conjecture fails at ``x``), and an exact ``confirm``: the float optimum is rounded to
 rationals on the grid k/D, D ∈ {10², 10³, 10⁴, 10⁵} (the coarsest grid that still violates),
 and the violation is recomputed in Fractions; only a confirmed exact violation becomes a
 witness (readable by ``mdsd-ot claims --witness``).
 
 Search: sample an instance (Dirichlet vectors; V and n drawn from the conjecture's ranges), then
 hill-climb by multiplicative log-normal perturbations of the probability vectors with a step
-that shrinks on failure; restart after 40 failures in a row or 300 steps; stop at the time
-``budget`` or after ``max_evals`` evaluations (deterministic for a given seed).
+that shrinks on failure; restart after 40 failures in a row or 300 steps.
 
 .. math::
 
    x \leftarrow \mathrm{normalise}\big(x \odot e^{\sigma \xi}\big),\quad \xi \sim N(0, I),
    \quad \text{accepted iff the violation increases.}
+
+Two bounds stop the search, whichever comes first: ``max_evals`` evaluations of the violation
+(deterministic: the same seed and ``max_evals`` give the same witness, byte for byte) and a
+wall-clock ``budget`` in seconds (not reproducible: how far the search gets depends on the
+machine).  :attr:`HuntResult.bounded_by` says which one stopped it.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,43 +32,39 @@ from typing import Any
 
 import numpy as np
 
-from .. import drafts
-from ..api import solve
-from . import qconvex as qc
+from .conjectures import CONJECTURES, Conjecture, SearchPoint, get
 from .instances import to_rational
 
-__all__ = ["Conjecture", "HuntResult", "CONJECTURES", "run", "get"]
+__all__ = [
+    "Conjecture",
+    "SearchPoint",
+    "HuntResult",
+    "CONJECTURES",
+    "get",
+    "run",
+    "check_budget",
+    "check_evals",
+    "listing",
+    "MAX_BUDGET",
+    "MAX_EVALS",
+]
 
 LOCAL_STEPS = 300  # local-search steps per restart
 FLOOR = 1e-4  # entries are kept ≥ FLOOR so distinct-token laws stay defined after rounding
 
-
-@dataclass
-class Instance:
-    vecs: list[np.ndarray]  # vecs[0] = p, then the draft distributions
-    n: int
-
-    @property
-    def V(self) -> int:
-        return len(self.vecs[0])
-
-
-@dataclass(frozen=True)
-class Conjecture:
-    name: str
-    statement: str
-    claim: str | None
-    Vs: tuple[int, ...]
-    ns: tuple[int, ...]
-    nvecs: int
-    violation: Callable[[Instance], float]
-    confirm: Callable[[list[list[Fraction]], int], dict[str, Any] | None]
-    requires: str | None = None
+#: Largest time budget accepted, in seconds (one week).
+MAX_BUDGET: float = 7 * 24 * 3600.0
+#: Largest evaluation budget accepted.
+MAX_EVALS: int = 10**9
 
 
 @dataclass(frozen=True)
 class HuntResult:
-    """Outcome of a hunt: the best float violation and, if confirmed exactly, a witness."""
+    """Outcome of a hunt: the best float violation and, if confirmed exactly, a witness.
+
+    ``bounded_by`` is ``"evals"`` (``max_evals`` evaluations done: reproducible), ``"budget"``
+    (the time budget ran out: not reproducible) or ``"found"`` (``stop_when_found``).
+    """
 
     conjecture: str
     value: float
@@ -74,274 +75,83 @@ class HuntResult:
     seconds: float
     budget: float | None
     seed: int
+    max_evals: int | None = None
+    bounded_by: str = "budget"
 
     @property
     def found(self) -> bool:
         return self.witness is not None
 
-
-# --------------------------------------------------------------------------------------------
-# float objectives
-
-
-def _level_alpha(p: np.ndarray, d: drafts.DraftLaw, q: np.ndarray) -> float:
-    """α* by the best level set of p/q (exact optimum for q-convex laws, T7)."""
-    best = 0.0
-    for s in qc.level_sets(list(p), list(q)):
-        best = min(best, float(sum(p[i] for i in s)) - float(d.Q(list(s), exact=False)))
-    return 1.0 + best
-
-
-def _greedy_alpha(p: np.ndarray, q: np.ndarray, n: int) -> float:
-    d = drafts.Greedy(q, n)
-    qp = d.q_prime(False)
-    T = set(d.T)
-    return float(sum(p[i] for i in T) + sum(min(p[x], qp[x]) for x in range(len(p)) if x not in T))
-
-
-def _v_greedy_without(x: Instance) -> float:
-    p, q = x.vecs
-    return _level_alpha(p, drafts.WithoutReplacement(q, x.n), q) - _greedy_alpha(p, q, x.n)
-
-
-def _v_en_seq(x: Instance) -> float:
-    p, q = x.vecs
-    return _level_alpha(p, drafts.ConditionalPoisson(q, x.n), q) - _level_alpha(
-        p, drafts.WithoutReplacement(q, x.n), q
-    )
-
-
-def _v_prefix_greedy(x: Instance) -> float:
-    p, q = x.vecs
-    return float(qc.prefix_optimality_gap(p, drafts.Greedy(q, x.n), exact=False).gap)
-
-
-def _v_prefix_product(x: Instance) -> float:
-    p, *qs = x.vecs
-    return float(qc.prefix_optimality_gap(p, drafts.Product(qs), exact=False).gap)
-
-
-def _qconv(law: Callable[[Instance], drafts.DraftLaw]) -> Callable[[Instance], float]:
-    def f(x: Instance) -> float:
-        v = qc.q_convexity_violation(law(x), exact=False)
-        return float(v.value) if v.witness is not None else -np.inf
-
-    return f
-
-
-def _v_rrs(x: Instance) -> float:
-    from .. import verifiers
-
-    p, q = x.vecs
-    dw, do = drafts.WithReplacement(q, x.n), drafts.WithoutReplacement(q, x.n)
-    aw = float(verifiers.get("rrs-with", dw).exact(p, dw)[1])
-    ao = float(verifiers.get("rrs-without", do).exact(p, do)[1])
-    return aw - ao
+    @property
+    def reproducible(self) -> bool:
+        """True when the evaluation budget (not the clock) decided where the search stopped."""
+        return self.bounded_by != "budget"
 
 
 # --------------------------------------------------------------------------------------------
-# exact confirmations (witness dicts; None when the rounded instance shows no violation)
+# validation of the bounds
 
 
-def _alpha(p: Any, d: drafts.DraftLaw) -> Fraction:
-    return solve(p, d, method="subset-exact").alpha_exact
+def check_budget(budget: Any, name: str = "budget") -> float:
+    """A time budget in seconds: a finite number in (0, :data:`MAX_BUDGET`].
 
-
-def _c_greedy_without(v, n):
-    p, q = v
-    ag, aw = _alpha(p, drafts.Greedy(q, n)), _alpha(p, drafts.WithoutReplacement(q, n))
-    if ag >= aw:
-        return None
-    return {
-        "kind": "greedy_vs_without",
-        "p": p,
-        "q": q,
-        "n": n,
-        "alpha_greedy": ag,
-        "alpha_without": aw,
-        "value": aw - ag,
-    }
-
-
-def _c_en_seq(v, n):
-    p, q = v
-    a_s = _alpha(p, drafts.WithoutReplacement(q, n))
-    a_e = _alpha(p, drafts.ConditionalPoisson(q, n))
-    if a_e <= a_s:
-        return None
-    return {
-        "kind": "en_alpha",
-        "p": p,
-        "q": q,
-        "n": n,
-        "alpha_sequential": a_s,
-        "alpha_en": a_e,
-        "excess": a_e - a_s,
-        "value": a_e - a_s,
-    }
-
-
-def _c_prefix(law):
-    def c(v, n):
-        d = law(v, n)
-        g = qc.prefix_optimality_gap(v[0], d, exact=True)
-        if g.gap <= 0:
-            return None
-        return {
-            "kind": "prefix",
-            "p": v[0],
-            "draft": d.spec(),
-            "gap": g.gap,
-            "brute_H": g.brute_H,
-            "prefix_H": g.prefix_H,
-            "alpha": 1 + g.brute_value,
-            "alpha_prefix": 1 + g.prefix_value,
-            "value": g.gap,
-        }
-
-    return c
-
-
-def _c_qconv(law):
-    def c(v, n):
-        d = law(v, n)
-        viol = qc.q_convexity_violation(d, exact=True)
-        if viol.holds:
-            return None
-        return {
-            "kind": "qconvex",
-            "draft": d.spec(),
-            "q": None,
-            "value": viol.value,
-            **viol.witness,
-        }
-
-    return c
-
-
-def _c_rrs(v, n):
-    from .. import verifiers
-
-    p, q = v
-    dw, do = drafts.WithReplacement(q, n), drafts.WithoutReplacement(q, n)
-    aw = Fraction(verifiers.get("rrs-with", dw).exact(p, dw)[1])
-    ao = Fraction(verifiers.get("rrs-without", do).exact(p, do)[1])
-    if ao >= aw:
-        return None
-    return {
-        "kind": "rrs_order",
-        "p": p,
-        "q": q,
-        "n": n,
-        "acceptance_with": aw,
-        "acceptance_without": ao,
-        "value": aw - ao,
-    }
-
-
-def _greedy_law(v, n):
-    return drafts.Greedy(v[1], n)
-
-
-def _product_law(v, n):
-    return drafts.Product(v[1:])
-
-
-CONJECTURES: dict[str, Conjecture] = {
-    c.name: c
-    for c in [
-        Conjecture(
-            "greedy-vs-without",
-            "α*_greedy(p, q, n) ≥ α*_without(p, q, n)",
-            "T9b",
-            (3, 4, 5),
-            (2, 3),
-            2,
-            _v_greedy_without,
-            _c_greedy_without,
-        ),
-        Conjecture(
-            "en-vs-sequential",
-            "α* with the e_n law ≤ sequential α* (e_n value is a safe bound)",
-            "T12b",
-            (3, 4, 5),
-            (2, 3),
-            2,
-            _v_en_seq,
-            _c_en_seq,
-        ),
-        Conjecture(
-            "prefix-greedy",
-            "a level set of p/q is optimal for greedy laws",
-            "T7b",
-            (4, 5),
-            (2, 3),
-            2,
-            _v_prefix_greedy,
-            _c_prefix(_greedy_law),
-        ),
-        Conjecture(
-            "prefix-product",
-            "a level set of p/q̄ is optimal for product laws",
-            "T7c",
-            (3, 4, 5),
-            (2,),
-            3,
-            _v_prefix_product,
-            _c_prefix(_product_law),
-        ),
-        Conjecture(
-            "qconvex-greedy",
-            "greedy laws are q-convex",
-            "T5b",
-            (3, 4, 5),
-            (2, 3),
-            2,
-            _qconv(lambda x: drafts.Greedy(x.vecs[1], x.n)),
-            _c_qconv(_greedy_law),
-        ),
-        Conjecture(
-            "qconvex-spechub",
-            "SpecHub laws are q-convex",
-            "T5b",
-            (3, 4, 5),
-            (2,),
-            2,
-            _qconv(lambda x: drafts.SpecHub(x.vecs[1])),
-            _c_qconv(lambda v, n: drafts.SpecHub(v[1])),
-        ),
-        Conjecture(
-            "qconvex-product",
-            "product laws are q-convex (q = mean marginal)",
-            "T5c",
-            (3, 4),
-            (2,),
-            3,
-            _qconv(lambda x: drafts.Product(x.vecs[1:])),
-            _c_qconv(_product_law),
-        ),
-        Conjecture(
-            "rrs-without-vs-with",
-            "RRS without replacement accepts at least as often as RRS with replacement",
-            None,
-            (3, 4),
-            (2, 3),
-            2,
-            _v_rrs,
-            _c_rrs,
-            requires="mdsd_ot.verifiers",
-        ),
-    ]
-}
-
-
-def get(name: str) -> Conjecture:
-    """The conjecture called ``name``."""
-    if name not in CONJECTURES:
+    Examples
+    --------
+    >>> check_budget(2)
+    2.0
+    >>> check_budget(float("nan"), "--budget")
+    Traceback (most recent call last):
+    ...
+    ValueError: --budget: give a finite number of seconds in (0, 604800], got nan; ...
+    """
+    number = isinstance(budget, int | float | np.integer | np.floating)
+    b = float(budget) if number and not isinstance(budget, bool) else math.nan
+    if not (math.isfinite(b) and 0 < b <= MAX_BUDGET):
         raise ValueError(
-            f"CONJECTURE: unknown conjecture {name!r}; choose one of {', '.join(CONJECTURES)}"
+            f"{name}: give a finite number of seconds in (0, {MAX_BUDGET:g}], got {budget!r}; "
+            "for a reproducible search bound the evaluations instead (--evals N)"
         )
-    return CONJECTURES[name]
+    return b
+
+
+def check_evals(evals: Any, name: str = "max_evals") -> int:
+    """An evaluation budget: a whole number in [1, :data:`MAX_EVALS`].
+
+    Examples
+    --------
+    >>> check_evals(500)
+    500
+    >>> check_evals(0, "--evals")
+    Traceback (most recent call last):
+    ...
+    ValueError: --evals: give a whole number of evaluations in [1, 1000000000], got 0
+    """
+    ok = isinstance(evals, int | np.integer) and not isinstance(evals, bool)
+    if not ok or not 1 <= int(evals) <= MAX_EVALS:
+        raise ValueError(
+            f"{name}: give a whole number of evaluations in [1, {MAX_EVALS}], got {evals!r}"
+        )
+    return int(evals)
+
+
+def listing() -> list[dict[str, Any]]:
+    """The conjectures as rows (``mdsd-ot hunt --list``): name, claim, statement, ranges.
+
+    Examples
+    --------
+    >>> listing()[0]["name"], listing()[0]["claim"]
+    ('greedy-vs-without', 'T9b')
+    """
+    return [
+        {
+            "name": c.name,
+            "claim": c.claim,
+            "statement": c.statement,
+            "V": list(c.Vs),
+            "n": list(c.ns),
+        }
+        for c in CONJECTURES.values()
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,27 +163,27 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v / v.sum()
 
 
-def _sample(c: Conjecture, rng: np.random.Generator) -> Instance:
+def _sample(c: Conjecture, rng: np.random.Generator) -> SearchPoint:
     V = int(rng.choice(c.Vs))
     n = int(rng.choice([m for m in c.ns if m < V] or [min(c.ns)]))
     conc = float(rng.choice([0.3, 1.0, 3.0]))
-    return Instance([_normalise(rng.dirichlet(np.full(V, conc))) for _ in range(c.nvecs)], n)
+    return SearchPoint([_normalise(rng.dirichlet(np.full(V, conc))) for _ in range(c.nvecs)], n)
 
 
-def _perturb(x: Instance, step: float, rng: np.random.Generator) -> Instance:
-    return Instance(
+def _perturb(x: SearchPoint, step: float, rng: np.random.Generator) -> SearchPoint:
+    return SearchPoint(
         [_normalise(v * np.exp(step * rng.standard_normal(v.size))) for v in x.vecs], x.n
     )
 
 
-def _eval(c: Conjecture, x: Instance) -> float:
+def _eval(c: Conjecture, x: SearchPoint) -> float:
     try:
         return float(c.violation(x))
     except (ValueError, ZeroDivisionError):
         return -np.inf
 
 
-def _confirm(c: Conjecture, x: Instance) -> dict[str, Any] | None:
+def _confirm(c: Conjecture, x: SearchPoint) -> dict[str, Any] | None:
     for den in (100, 10**3, 10**4, 10**5):
         try:
             v = [to_rational(vec, den) for vec in x.vecs]
@@ -401,11 +211,11 @@ def run(
     conjecture : str
         A name in :data:`CONJECTURES`.
     budget : float or None
-        Seconds of search (None: only ``max_evals`` bounds it).
+        Seconds of search, in (0, :data:`MAX_BUDGET`] (None: only ``max_evals`` bounds it).
     seed : int
         Generator seed (with ``max_evals`` and no budget the hunt is deterministic).
     max_evals : int, optional
-        Maximum violation evaluations.
+        Maximum violation evaluations, in [1, :data:`MAX_EVALS`].
     stop_when_found : bool
         Stop at the first exactly confirmed violation.
     progress : callable, optional
@@ -413,22 +223,17 @@ def run(
 
     Examples
     --------
-    >>> r = run("en-vs-sequential", budget=None, seed=0, max_evals=300, stop_when_found=True)
-    >>> r.found, r.witness["kind"], r.exact_value > 0
-    (True, 'en_alpha', True)
+    >>> r = run("en-vs-sequential", budget=None, seed=0, max_evals=500, stop_when_found=True)
+    >>> r.found, r.witness["kind"], r.exact_value > 0, r.bounded_by
+    (True, 'en_alpha', True, 'found')
     """
     c = get(conjecture)
-    if c.requires is not None:
-        import importlib
-
-        try:
-            importlib.import_module(c.requires)
-        except ImportError as exc:
-            raise ImportError(f"conjecture {c.name!r} needs {c.requires}") from exc
     if budget is None and max_evals is None:
         raise ValueError("budget: give a time budget in seconds or max_evals")
-    if budget is not None and budget <= 0:
-        raise ValueError(f"--budget: must be positive, got {budget}")
+    if budget is not None:
+        budget = check_budget(budget, "budget")
+    if max_evals is not None:
+        max_evals = check_evals(max_evals, "max_evals")
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     evals = restarts = 0
@@ -470,6 +275,12 @@ def run(
             progress(frac_done(), best_f, evals)
         if stop_when_found and witness is not None:
             break
+    if max_evals is not None and evals >= max_evals:
+        bounded_by = "evals"
+    elif stop_when_found and witness is not None:
+        bounded_by = "found"
+    else:
+        bounded_by = "budget"
     exact = witness["value"] if witness is not None else None
     return HuntResult(
         c.name,
@@ -481,4 +292,6 @@ def run(
         time.perf_counter() - t0,
         budget,
         seed,
+        max_evals,
+        bounded_by,
     )

@@ -1,7 +1,9 @@
-"""Seeded random instances for the claims: exact rational points of the simplex and draft laws.
+"""Rounding float search points to exact rationals (the hunt's witnesses).
 
-Rational instances keep every claim check exact (Fractions); denominators stay small so that the
-witnesses are readable.
+Random rational instances come from the laws themselves (:func:`mdsd_ot.drafts.random_law`,
+:func:`mdsd_ot.drafts.rational_simplex`); this module turns a float vector found by the hunt
+into a rational one with a small denominator, so that the violation can be recomputed exactly
+and the witness stays readable.
 """
 
 from __future__ import annotations
@@ -11,13 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..drafts import SCHEMES, DraftLaw, QLaw, rational_simplex
-from ..drafts import random_law as drafts_random_law
-
-__all__ = ["rational_simplex", "random_law", "to_rational", "Q_SCHEMES"]
-
-#: The laws built from one q and n (product and explicit are built otherwise), from the registry.
-Q_SCHEMES: tuple[str, ...] = tuple(name for name, cls in SCHEMES.items() if issubclass(cls, QLaw))
+__all__ = ["to_rational"]
 
 
 def to_rational(x: Any, max_den: int = 1000) -> list[Fraction]:
@@ -41,20 +37,3 @@ def to_rational(x: Any, max_den: int = 1000) -> list[Fraction]:
     if np.any(k < 0):
         raise ValueError(f"x: cannot round to the grid 1/{max_den}; use a finer grid")
     return [Fraction(int(a), max_den) for a in k]
-
-
-def random_law(
-    rng: np.random.Generator,
-    scheme: str,
-    V: int,
-    n: int,
-    *,
-    denom: int = 12,
-    zeros: bool = False,
-) -> DraftLaw:
-    """A random rational draft law of ``scheme`` (the law class decides what it needs).
-
-    See :func:`mdsd_ot.drafts.random_law`: distinct-token schemes get full support, greedy and
-    SpecHub mass outside their top tokens, ``explicit`` a random joint table.
-    """
-    return drafts_random_law(rng, scheme, V, n, denom=denom, zeros=zeros)

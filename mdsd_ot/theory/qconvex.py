@@ -38,6 +38,7 @@ __all__ = [
     "PrefixGap",
     "q_table",
     "reference_q",
+    "q_vector",
     "q_convexity_violation",
     "supermodularity_violation",
     "set_weights",
@@ -121,7 +122,9 @@ def reference_q(draft: DraftLaw, exact: bool) -> list[Any]:
     return list(draft.reference_q(exact=exact))
 
 
-def _qvec(draft: DraftLaw, q: Any, exact: bool) -> list[Any]:
+def q_vector(draft: DraftLaw, q: Any, exact: bool) -> list[Any]:
+    """The q the scans divide by: ``q`` validated against the law's vocabulary, or the law's
+    :func:`reference_q` when ``q`` is None (Fractions with ``exact=True``)."""
     if q is None:
         return reference_q(draft, exact)
     v = Vector(q, "q")
@@ -160,7 +163,7 @@ def q_convexity_violation(
     """
     ex = _exact_flag(draft, exact)
     Qt = q_table(draft, ex)
-    qv = _qvec(draft, q, ex)
+    qv = q_vector(draft, q, ex)
     V = draft.V
     best, wit, checked = None, None, 0
     pos = [i for i in range(V) if qv[i] > 0]
@@ -289,7 +292,7 @@ def prefix_optimality_gap(
     ex = _exact_flag(draft, exact, pv.rational)
     Qt = q_table(draft, ex)
     pl = list(pv.values(ex))
-    qv = _qvec(draft, q, ex)
+    qv = q_vector(draft, q, ex)
     V = draft.V
     zero = Fraction(0) if ex else 0.0
     P = [zero] * (2**V)

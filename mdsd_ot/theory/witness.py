@@ -13,13 +13,14 @@ or ``{"format": "mdsd-ot-witness/1", "witnesses": [w1, w2, ...]}``.  Fractions a
 from __future__ import annotations
 
 import json
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "encode", "decode", "save", "load", "frac"]
+__all__ = ["FORMAT", "encode", "decode", "save", "load", "frac", "check_output_path"]
 
 FORMAT = "mdsd-ot-witness/1"
 
@@ -74,14 +75,58 @@ def decode(x: Any) -> Any:
     return x
 
 
-def save(path: str | Path, witnesses: dict[str, Any] | list[dict[str, Any]]) -> Path:
-    """Write one witness (dict) or several (list) to ``path``."""
+def check_output_path(path: str | Path, option: str = "path") -> Path:
+    """Check that ``path`` can be written (before any long computation) and return it.
+
+    Refused with a ValueError naming ``option``: a directory, a missing parent directory, a
+    parent that is not a directory or that is not writable.
+
+    Examples
+    --------
+    >>> check_output_path("/", "--out")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out: / is a directory; give a file name inside it (e.g. /witness.json)
+    """
     path = Path(path)
+    if path.is_dir():
+        example = path / "witness.json"
+        raise ValueError(
+            f"{option}: {path} is a directory; give a file name inside it (e.g. {example})"
+        )
+    parent = path.parent
+    if not parent.exists():
+        raise ValueError(f"{option}: directory {parent} does not exist; create it first")
+    if not parent.is_dir():
+        raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
+    return path
+
+
+def save(
+    path: str | Path, witnesses: dict[str, Any] | list[dict[str, Any]], option: str = "path"
+) -> Path:
+    """Write one witness (dict) or several (list) to ``path``.
+
+    The path is checked first (:func:`check_output_path`); the file is written to a temporary
+    name in the same directory and renamed when complete, so a failed write never leaves a
+    half-written witness file.
+    """
+    path = check_output_path(path, option)
     if isinstance(witnesses, list):
         body: dict[str, Any] = {"format": FORMAT, "witnesses": [encode(w) for w in witnesses]}
     else:
         body = {"format": FORMAT, **encode(witnesses)}
-    path.write_text(json.dumps(body, indent=2) + "\n")
+    text = json.dumps(body, indent=2) + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:  # the umask's permissions, like any file
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"{option}: cannot write {path} ({exc.strerror or exc})") from None
     return path
 
 
@@ -90,12 +135,19 @@ def load(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         raise ValueError(f"--witness: file {path} does not exist")
+    if path.is_dir():
+        raise ValueError(f"--witness: {path} is a directory; give a witness file")
     try:
-        body = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"--witness: {path} is not JSON ({exc})") from None
+    except OSError as exc:
+        raise ValueError(f"--witness: cannot read {path} ({exc.strerror or exc})") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise ValueError(f"--witness: {path} is not a witness file (format {FORMAT!r} expected)")
     if "witnesses" in body:
-        return list(body["witnesses"])
+        ws = body["witnesses"]
+        if not isinstance(ws, list) or not all(isinstance(w, dict) for w in ws):
+            raise ValueError(f"--witness: {path}: 'witnesses' must be a list of objects")
+        return list(ws)
     return [{k: v for k, v in body.items() if k != "format"}]

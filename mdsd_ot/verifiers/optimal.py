@@ -1,5 +1,23 @@
-r"""The optimal verifier: built from an optimal set-reduced transport plan (docs/reference.md, T11).
+r"""The optimal verifier (docs/reference.md, T11; proofs/optimal_verifier.md).
 
+:class:`Optimal` (``verifiers.get("optimal", draft)``) picks the construction for the law
+(``method=None``):
+
+- ``"chain"`` (:mod:`mdsd_ot.verifiers.chain`), where it attains α* exactly at any V: i.i.d.
+  drafts (``WithReplacement``, any n), ``ConditionalPoisson`` with n = 2, and every q law with
+  n = 1;
+- ``"greedy"`` / ``"spechub"``: the verifiers of T9, which attain α* of those laws at any V;
+- ``"reduced"`` (the set-reduced plan below) for every other law while its set count is at most
+  :data:`REDUCED_MAX_SETS`;
+- beyond that, ``"chain"`` for the remaining q laws (sequential ``WithoutReplacement``,
+  ``ConditionalPoisson`` with n >= 3), which is exactly lossless with acceptance α* − ε, ε
+  certified by ``Optimal.certificate(p)``.
+
+``Optimal(draft, method="reduced")`` keeps the set-reduced construction as an independent
+reference (any ``mdsd_ot.solve`` method that returns a set-reduced plan).
+
+The set-reduced construction (:class:`ReducedOptimal`)
+--------------------------------------------------------
 The set-reduced flow merges the draft tuples with the same set of distinct tokens S into one node
 of capacity :math:`w_S = \Pr[\mathrm{set}(\bar i) = S]`; a flow :math:`f(i, S)` (i ∈ S) with
 :math:`\sum_S f(i, S) \le p(i)` and :math:`\sum_{i \in S} f(i, S) \le w_S` of value α* is an optimal
@@ -30,7 +48,7 @@ import numpy as np
 from ..drafts import DraftLaw
 from ._base import Verifier, add, inverse_cdf, zero_of
 
-__all__ = ["Optimal", "repaired_flow"]
+__all__ = ["Optimal", "ReducedOptimal", "REDUCED_MAX_SETS", "default_method", "repaired_flow"]
 
 #: The method of :func:`mdsd_ot.solve` that yields the set-reduced plan.
 DEFAULT_METHOD = "reduced"
@@ -66,7 +84,7 @@ def repaired_flow(
     return dict(f)
 
 
-class Optimal(Verifier):
+class ReducedOptimal(Verifier):
     r"""The verifier of an optimal set-reduced plan; defined for every draft law, attains α*.
 
     Parameters
@@ -79,7 +97,7 @@ class Optimal(Verifier):
     Examples
     --------
     >>> from mdsd_ot.drafts import WithReplacement
-    >>> law, acc = Optimal(WithReplacement(["3/4", "1/4"], 2)).exact(["1/2", "1/2"])
+    >>> law, acc = ReducedOptimal(WithReplacement(["3/4", "1/4"], 2)).exact(["1/2", "1/2"])
     >>> [str(x) for x in law], acc  # α* = 15/16 (the example of mdsd_ot.solve)
     (['1/2', '1/2'], Fraction(15, 16))
     """
@@ -93,7 +111,7 @@ class Optimal(Verifier):
         self._cache: dict[Any, Any] = {}
         super().__init__(draft)
 
-    def bind(self, draft: DraftLaw) -> Optimal:
+    def bind(self, draft: DraftLaw) -> ReducedOptimal:
         return type(self)(draft, method=self.method)
 
     def solve(self, p: Any, draft: DraftLaw) -> Any:
@@ -176,3 +194,119 @@ class Optimal(Verifier):
             hit = pick < len(toks)
             out[rows[hit]] = toks[pick[hit]]
         return out
+
+
+#: Above this many draft sets the default for laws without an exact chain construction is the
+#: certified chain verifier instead of the set-reduced plan (a max-flow over the sets).
+REDUCED_MAX_SETS: int = 5000
+
+
+def default_method(draft: DraftLaw) -> str:
+    """The construction ``Optimal(draft)`` uses (see the module docstring).
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import ConditionalPoisson, WithoutReplacement
+    >>> default_method(ConditionalPoisson([0.5, 0.3, 0.2], 2))
+    'chain'
+    >>> default_method(WithoutReplacement([0.5, 0.3, 0.2], 2))  # small: the exact set plan
+    'reduced'
+    >>> default_method(WithoutReplacement(np.full(1000, 1e-3), 2))  # large: certified chain
+    'chain'
+    """
+    from ..drafts import Greedy, SpecHub
+    from .chain import construction_for
+
+    con = construction_for(draft)
+    if con in ("relabel", "cp2") or (con is not None and draft.n == 1):
+        return "chain"
+    if type(draft) is Greedy:
+        return "greedy"
+    if type(draft) is SpecHub:
+        return "spechub"
+    if con is not None and draft.set_count_bound() > REDUCED_MAX_SETS:
+        return "chain"
+    return DEFAULT_METHOD
+
+
+class Optimal(Verifier):
+    r"""The optimal verifier of the draft law: the construction of :func:`default_method`.
+
+    Parameters
+    ----------
+    draft : DraftLaw, optional
+        The draft law to bind.
+    method : str, optional
+        ``"chain"``, ``"greedy"``, ``"spechub"`` or an ``mdsd_ot.solve`` method with a set-reduced
+        plan (``"reduced"``); default: :func:`default_method` of the law.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> v = Optimal(WithReplacement(["1/2", "1/2"], 2))
+    >>> law, acc = v.exact(["3/5", "2/5"])  # docs/reference.md: select 0 from {0, 1} w.p. 7/10
+    >>> [str(x) for x in law], acc
+    (['3/5', '2/5'], Fraction(1, 1))
+    >>> Optimal(WithReplacement(["1/2", "1/2"], 2), method="reduced").exact(["3/5", "2/5"])[1]
+    Fraction(1, 1)
+    """
+
+    name = "optimal"
+    laws = None
+    law_hint = "any draft law from mdsd_ot.drafts"
+
+    def __init__(self, draft: DraftLaw | None = None, *, method: str | None = None):
+        self.method = method
+        self._engines: dict[int, Verifier] = {}
+        super().__init__(draft)
+
+    def bind(self, draft: DraftLaw) -> Optimal:
+        return type(self)(draft, method=self.method)
+
+    def engine(self, draft: DraftLaw | None = None) -> Verifier:
+        """The verifier that implements ``optimal`` for ``draft`` (default: the bound law)."""
+        from .chain import ChainOptimal
+        from .greedy import GreedyVerifier, SpecHubVerifier
+
+        draft = self._law(draft)
+        key = id(draft)
+        if key not in self._engines:
+            method = self.method or default_method(draft)
+            if method == "chain":
+                eng: Verifier = ChainOptimal(draft)
+            elif method == "greedy":
+                eng = GreedyVerifier(draft)
+            elif method == "spechub":
+                eng = SpecHubVerifier(draft)
+            else:
+                eng = ReducedOptimal(draft, method=method)
+            self._engines = {key: eng}
+        return self._engines[key]
+
+    def certificate(self, p: Any, draft: DraftLaw | None = None) -> dict[str, Any]:
+        """Acceptance, α* and the certified shortfall ε of the chain construction (see
+        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.certificate`); exact methods report ε = 0."""
+        eng = self.engine(draft)
+        if hasattr(eng, "certificate"):
+            return eng.certificate(p)
+        return {"construction": self.method or default_method(self._law(draft)), "eps": 0.0,
+                "exact_optimum": True}  # fmt: skip
+
+    def _sample(self, p, draft, t, g):
+        return self.engine(draft)._sample(p, draft, t, g)
+
+    def _setup(self, p, draft, exact):
+        eng = self.engine(draft)
+        return eng, eng._setup(p, draft, exact)
+
+    def _given(self, ctx, tup):
+        eng, inner = ctx
+        return eng._given(inner, tup)
+
+    def has_closed_form(self, n: int) -> bool:
+        return self.draft is not None and self.engine().has_closed_form(n)
+
+    def acceptance(self, p: Any, q: Any, n: int) -> float:
+        if self.draft is None:
+            raise self._no_closed_form(n)
+        return self.engine().acceptance(p, q, n)

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import mdsd_ot
 from mdsd_ot import drafts
-from mdsd_ot.exact.certificate import DEFAULT_TOL, certify, optimal_plan
+from mdsd_ot.exact.certificate import DEFAULT_TOL, certify
+from mdsd_ot.exact.plans import optimal_plan
 from mdsd_ot.exact.subset import subset_selection
 from testkit import bank_alpha, bank_law, load_bank
 
@@ -218,9 +219,3 @@ def test_plan_formats_and_bad_input():
         certify(p, law, {(0, (0, 1, 2)): Fraction(1)}, H)
     with pytest.raises(ValueError, match="outside"):
         certify(p, law, {(7, (0, 1)): Fraction(1)}, H)
-
-
-def test_optimal_plan_refuses_huge_dense_plans():
-    law = drafts.WithReplacement(np.full(40, 1 / 40), 3)
-    with pytest.raises(ValueError, match="maxflow"):
-        optimal_plan(np.full(40, 1 / 40), law, exact=True)

@@ -1,24 +1,17 @@
-"""Counterexample hunting: finds T12's counterexample on a tiny budget; CLI with progress bar."""
+"""Counterexample hunting (mdsd_ot/theory/hunt.py): finds T12's counterexample on a tiny
+budget, is deterministic for an evaluation budget, says which bound stopped it, refuses
+nonsense bounds (the CLI: tests/cli/test_cli_claims.py)."""
 
 from __future__ import annotations
 
-import json
+import math
 
+import numpy as np
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from mdsd_ot.cli import claims as cli_claims
+from mdsd_ot import drafts
 from mdsd_ot.theory import claims as C
-from mdsd_ot.theory import hunt
-
-runner = CliRunner()
-
-
-def make_app() -> typer.Typer:
-    app = typer.Typer()
-    cli_claims.register(app)
-    return app
+from mdsd_ot.theory import conjectures, hunt
 
 
 def test_tiny_hunt_finds_t12_counterexample():
@@ -26,6 +19,7 @@ def test_tiny_hunt_finds_t12_counterexample():
     r = hunt.run("en-vs-sequential", budget=None, seed=0, max_evals=500, stop_when_found=True)
     assert r.found and r.exact_value > 0 and r.evaluations <= 500
     assert r.witness["claim"] == "T12b"
+    assert r.bounded_by == "found" and r.reproducible
     rep = C.reproduce(r.witness)
     assert rep.reproduced and rep.values["alpha_en"] > rep.values["alpha_sequential"]
 
@@ -33,12 +27,19 @@ def test_tiny_hunt_finds_t12_counterexample():
 def test_tiny_time_budget_finds_t12_counterexample():
     r = hunt.run("en-vs-sequential", budget=1.5, seed=1)
     assert r.found and r.seconds < 10
+    assert r.bounded_by == "budget" and not r.reproducible and r.max_evals is None
 
 
 def test_hunt_is_deterministic_for_an_evaluation_budget():
     a = hunt.run("qconvex-spechub", budget=None, seed=4, max_evals=200)
     b = hunt.run("qconvex-spechub", budget=None, seed=4, max_evals=200)
     assert a.value == b.value and a.witness == b.witness and a.evaluations == 200
+    assert a.bounded_by == b.bounded_by == "evals"
+
+
+def test_evals_bound_the_search_even_with_a_long_budget():
+    r = hunt.run("qconvex-greedy", budget=600, seed=2, max_evals=120)
+    assert r.evaluations == 120 and r.bounded_by == "evals" and r.budget == 600.0
 
 
 def test_greedy_vs_without_found():
@@ -57,8 +58,8 @@ def test_q_convex_law_yields_nothing():
         (3, 4),
         (2,),
         2,
-        hunt._qconv(lambda x: hunt.drafts.WithoutReplacement(x.vecs[1], x.n)),
-        hunt._c_qconv(lambda v, n: hunt.drafts.WithoutReplacement(v[1], n)),
+        conjectures.q_convexity_objective(lambda x: drafts.WithoutReplacement(x.vecs[1], x.n)),
+        conjectures.q_convexity_confirmation(lambda v, n: drafts.WithoutReplacement(v[1], n)),
     )
     hunt.CONJECTURES["qconvex-without"] = c
     try:
@@ -68,27 +69,40 @@ def test_q_convex_law_yields_nothing():
     assert not r.found and r.value <= 1e-9
 
 
-def test_hunt_cli_out_and_reproduce(tmp_path):
-    f = tmp_path / "h.json"
-    res = runner.invoke(make_app(), ["hunt", "en-vs-sequential", "--budget", "1", "--out", str(f)])
-    assert res.exit_code == 0, res.output
-    assert "violated" in res.output and f.exists()
-    res = runner.invoke(make_app(), ["claims", "--witness", str(f)])
-    assert res.exit_code == 0 and "reproduced" in res.output
-
-
-def test_hunt_cli_json():
-    res = runner.invoke(make_app(), ["hunt", "qconvex-greedy", "--budget", "1", "--json"])
-    assert res.exit_code == 0
-    body = json.loads(res.stdout)
-    assert body["found"] is True and body["witness"]["kind"] == "qconvex"
-
-
 def test_hunt_bad_input():
-    assert runner.invoke(make_app(), ["hunt", "nope"]).exit_code == 2
-    assert runner.invoke(make_app(), ["hunt", "qconvex-greedy", "--budget", "0"]).exit_code == 2
     with pytest.raises(ValueError, match="max_evals"):
         hunt.run("qconvex-greedy", budget=None)
+    with pytest.raises(ValueError, match="unknown conjecture 'nope'.*--list"):
+        hunt.run("nope", budget=1)
+
+
+@pytest.mark.parametrize("budget", [0, -1.0, math.nan, math.inf, -math.inf, 1e12, "2", True])
+def test_budget_refused_with_its_bound(budget):
+    with pytest.raises(ValueError, match=r"budget: give a finite number of seconds in \(0, "):
+        hunt.run("qconvex-greedy", budget=budget, seed=0)
+
+
+@pytest.mark.parametrize("evals", [0, -3, 10**10, 2.5, "10", True, None])
+def test_evals_refused_with_its_bound(evals):
+    if evals is None:  # a None max_evals is "no evaluation bound", refused only with no budget
+        assert hunt.run("qconvex-greedy", budget=0.2, max_evals=None).evaluations > 0
+        return
+    with pytest.raises(ValueError, match=r"max_evals: give a whole number .* \[1, 1000000000\]"):
+        hunt.run("qconvex-greedy", budget=None, max_evals=evals)
+
+
+def test_checks_accept_the_edges_of_their_ranges():
+    assert hunt.check_budget(hunt.MAX_BUDGET) == hunt.MAX_BUDGET
+    assert hunt.check_budget(1e-3) == 1e-3
+    assert hunt.check_evals(1) == 1 and hunt.check_evals(np.int64(hunt.MAX_EVALS)) == 10**9
+
+
+def test_listing_names_every_conjecture_and_its_claim():
+    rows = hunt.listing()
+    assert [r["name"] for r in rows] == list(hunt.CONJECTURES)
+    claims = {r["name"]: r["claim"] for r in rows}
+    assert claims["qconvex-product"] == "T5c" and claims["rrs-without-vs-with"] is None
+    assert all(r["claim"] is None or r["claim"] in C.CLAIMS for r in rows)
 
 
 @pytest.mark.slow

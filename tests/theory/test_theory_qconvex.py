@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from mdsd_ot import drafts
-from mdsd_ot.drafts import DraftLaw
+from mdsd_ot.drafts import DraftLaw, random_law, rational_simplex
 from mdsd_ot.theory import qconvex as qc
-from mdsd_ot.theory.instances import random_law, rational_simplex
 
 
 class TableLaw(DraftLaw):

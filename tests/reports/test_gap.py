@@ -1,4 +1,4 @@
-"""The gap report (``mdsd_ot.verifiers.gap`` and ``mdsd-ot gap``) and the synthetic family.
+"""The gap report (``mdsd_ot.reports.gap`` and ``mdsd-ot gap``) and the synthetic family.
 
 T11: every exact or closed-form acceptance is ≤ α* of its law (gap ≥ −1e-12, float rounding);
 T9: greedy and SpecHub have gap 0 (within 1e-12).
@@ -15,7 +15,9 @@ from typer.testing import CliRunner
 
 from mdsd_ot import synthetic
 from mdsd_ot.cli import gap as cli_gap
-from mdsd_ot.verifiers.gap import gap_report, laws_for, table_rows, temper
+from mdsd_ot.reports import gap_report, table_rows
+from mdsd_ot.reports.gap import laws_for, temper
+from mdsd_ot.reports.stats import QUANTILE_KEYS
 
 runner = CliRunner()
 
@@ -192,8 +194,9 @@ def test_cli_json_shape():
     first = rep["results"][0]
     assert set(first) >= {"temperature", "law", "alpha_star", "alpha_method", "verifiers"}
     v = first["verifiers"][0]
-    assert set(v) == {"name", "method", "acceptance", "gap"}
-    assert set(v["acceptance"]) == {"mean", "se"}
+    assert set(v) == {"name", "method", "acceptance", "gap", "tokens"}
+    assert set(v["acceptance"]) == {"mean", "se", *QUANTILE_KEYS}
+    assert all(r["n"] == 3 for r in rep["results"])
     _check_T11(rep)
 
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from mdsd_ot import drafts
 from mdsd_ot.cli import crosscheck as cli_crosscheck
-from mdsd_ot.crosscheck import (
+from mdsd_ot.exact import METHODS, Method
+from mdsd_ot.reports.crosscheck import (
     DEFAULT_TOL,
     builtin_instances,
     crosscheck,
@@ -24,7 +25,6 @@ from mdsd_ot.crosscheck import (
     make_instance,
     random_instances,
 )
-from mdsd_ot.exact import METHODS, Method
 from testkit import bank_alpha, bank_law, load_bank
 
 runner = CliRunner()
@@ -134,15 +134,15 @@ def test_forced_disagreement_fails(biased):
 
 def test_wrong_certificate_fails(monkeypatch):
     """A plan/set pair that is not optimal must fail the check (weak duality gap > 0)."""
-    from mdsd_ot.exact import certificate
+    from mdsd_ot import exact
 
-    real = certificate.optimal_plan
+    real = exact.optimal_plan
 
-    def complement(p, draft, exact=None):
-        C, H, a = real(p, draft, exact)
-        return certificate.OptimalPlan(C, ~np.asarray(H), a)
+    def complement(p, draft, exact_=None):
+        C, H, a = real(p, draft, exact_)
+        return exact.OptimalPlan(C, ~np.asarray(H), a)
 
-    monkeypatch.setattr(certificate, "optimal_plan", complement)
+    monkeypatch.setattr(exact, "optimal_plan", complement)
     inst = builtin_instances()[1]  # α* = 29/36 < 1: the complement of H* is not optimal
     rep = crosscheck([inst], methods=["subset-exact"])
     assert not rep.ok and "certificate fails" in rep.instances[0].errors["certify"]
@@ -182,13 +182,17 @@ def test_instances_in_every_form_and_json():
 
 
 def test_package_attribute_stays_callable():
-    """``mdsd_ot.crosscheck`` is both a module and the function; after the import both work."""
+    """``mdsd_ot.crosscheck`` is the function; ``mdsd_ot.reports.crosscheck`` is the module and is
+    callable too (after the import the package attribute names the module)."""
     import mdsd_ot
+    import mdsd_ot.reports.crosscheck
 
     inst = [(["1/2", "1/2"], drafts.WithReplacement(["3/4", "1/4"], 2))]
     rep = mdsd_ot.crosscheck(inst, methods=["subset-exact"])
     assert rep.ok and rep.instances[0].alpha_exact == Fraction(15, 16)
-    assert mdsd_ot.crosscheck.builtin_instances()[0].draft.scheme == "with"
+    rep2 = mdsd_ot.reports.crosscheck(inst, methods=["subset-exact"])
+    assert rep2.instances[0].alpha_exact == Fraction(15, 16)
+    assert mdsd_ot.reports.crosscheck.builtin_instances()[0].draft.scheme == "with"
 
 
 def test_random_instances_are_seeded_and_valid():

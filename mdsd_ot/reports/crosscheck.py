@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate as V_
-from .drafts import SCHEMES, DraftLaw, Vector, make
-from .exact import METHODS
+from .. import _validate as V_
+from ..drafts import SCHEMES, DraftLaw, Vector, make
+from ..exact import METHODS
 
 __all__ = [
     "DEFAULT_TOL",
@@ -360,7 +360,7 @@ class InstanceReport:
         ``max(alpha.values()) - min(alpha.values())`` (0 when fewer than two methods ran).
     certificate : dict or None
         The exact certificate of optimality (:func:`mdsd_ot.exact.certificate.certify` of the
-        plan and set from :func:`~mdsd_ot.exact.certificate.optimal_plan`): ``ok``, ``kind``,
+        plan and set from :func:`~mdsd_ot.exact.plans.optimal_plan`): ``ok``, ``kind``,
         ``exact``, ``alpha`` and ``gap`` (rationals as strings); None when not requested or
         when the instance is too large for it (then ``skipped["certify"]`` says why).
     ok : bool
@@ -494,7 +494,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _certify(rep: InstanceReport, tol: float) -> None:
     """Build an optimal coupling and set, check them exactly, and compare with the methods."""
-    from .exact.certificate import certify, optimal_plan
+    from ..exact import certify, optimal_plan
 
     inst = rep.instance
     try:
@@ -525,7 +525,7 @@ def check_instance(
     inst: Instance, methods: Sequence[str], tol: float, certify: bool = True
 ) -> InstanceReport:
     """Run ``methods`` on one instance and compare their α* (see :func:`crosscheck`)."""
-    from .api import solve
+    from ..api import solve
 
     rep = InstanceReport(inst)
     for name in methods:
@@ -562,8 +562,8 @@ def check_instance(
 
 
 def _warm_up(methods: Sequence[str]) -> None:
-    from .api import solve
-    from .drafts import WithReplacement
+    from ..api import solve
+    from ..drafts import WithReplacement
 
     law = WithReplacement(["1/2", "1/2"], 2)
     for name in methods:
@@ -595,7 +595,7 @@ def crosscheck(
     tol : float
         The largest allowed spread :math:`\max_m \alpha_m - \min_m \alpha_m` per instance.
     certify : bool
-        Also build an optimal coupling and set (:func:`mdsd_ot.exact.certificate.optimal_plan`)
+        Also build an optimal coupling and set (:func:`mdsd_ot.exact.plans.optimal_plan`)
         and check them with :func:`mdsd_ot.exact.certificate.certify`, in exact rationals for
         rational instances; the certified α* must equal the exact methods' α* and lie within
         ``tol`` of every method's.
@@ -646,11 +646,11 @@ def crosscheck(
 
 
 class _CallableModule(types.ModuleType):
-    """``mdsd_ot.crosscheck`` names both this module and its main function.
+    """``mdsd_ot.reports.crosscheck`` names both this module and its main function.
 
-    Once the module is imported, Python binds the attribute ``mdsd_ot.crosscheck`` to the module
-    (not to the lazily re-exported function), so the module is made callable: calling it calls
-    :func:`crosscheck`.
+    Once the module is imported, Python binds the attribute ``mdsd_ot.reports.crosscheck`` to the
+    module (not to the lazily re-exported function), so the module is made callable: calling it
+    calls :func:`crosscheck`.  (``mdsd_ot.crosscheck`` is always the function.)
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> CrosscheckReport:

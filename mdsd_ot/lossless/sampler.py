@@ -1,0 +1,246 @@
+r"""Statistical mode: test a black-box sampler's output law against p, with a power statement.
+
+A sampler is ``sampler(p, q, drafts, rng) -> (token, accepted)`` (or, with ``batch=True``,
+``sampler(p, q, drafts_array, rng) -> (tokens, accepted)`` for an ``(N, n)`` array).  The kit draws
+N draft tuples from the law, runs the sampler, and tests :math:`H_0`: "the output law is p" with
+the tests of :mod:`mdsd_ot.lossless.stats` (pool test, G-test, acceptance above α*), combined by
+Bonferroni within an instance and by Holm across instances
+(:func:`mdsd_ot.lossless.sampler_family.check_sampler_family`).
+
+Every result carries its power statement: "with N samples this detects a total-variation error
+≥ δ with probability 0.9 at this level" (:func:`mdsd_ot.lossless.stats.power`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..drafts import DraftLaw, Vector
+from . import stats
+from ._common import alpha_star_of, q_of
+
+__all__ = ["SamplerCheck", "SamplerError", "Sampler", "check_sampler", "EXACT_ALPHA_MAX_V"]
+
+#: α* is computed with ``subset-exact`` up to this vocabulary size, with ``auto`` above.
+EXACT_ALPHA_MAX_V = 16
+
+Sampler = Callable[[Any, Any, Any, np.random.Generator], tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class SamplerCheck:
+    """The outcome of :func:`check_sampler` on one instance.
+
+    Attributes
+    ----------
+    passed : bool
+        No test rejected at ``level`` and no ``accepted`` flag on a non-draft token.
+    p_value : float
+        The instance's combined p-value (:attr:`mdsd_ot.lossless.stats.Tests.p_value`).
+    acceptance : float
+        The fraction of outputs the sampler flagged ``accepted``.
+    in_drafts : float
+        The fraction of outputs that are one of their drafts (tested against α*).
+    alpha_star : Fraction or float
+        α* of ``(p, draft)``.
+    power : PowerStatement
+        What these samples detect at this level.
+    tests : Tests
+        The separate p-values.
+    counts : (V,) int ndarray
+        Output counts.
+    tv_hat : float
+        The plug-in TV :math:`\\frac12 \\sum_i |c_i / N - p_i|` (biased upwards, for reading).
+    """
+
+    passed: bool
+    p_value: float
+    acceptance: float
+    in_drafts: float
+    alpha_star: Any
+    power: stats.PowerStatement
+    tests: stats.Tests
+    counts: np.ndarray
+    samples: int
+    level: float
+    tv_hat: float
+    inconsistent: int
+    seed: Any = None
+    reasons: tuple[str, ...] = ()
+
+    def row(self) -> dict[str, Any]:
+        t = self.tests
+        return {
+            "verdict": "pass" if self.passed else "fail",
+            "reasons": list(self.reasons),
+            "p_value": self.p_value,
+            "tv_hat": self.tv_hat,
+            "acceptance": self.acceptance,
+            "in_drafts": self.in_drafts,
+            "alpha_star": float(self.alpha_star),
+            "samples": self.samples,
+            "level": self.level,
+            "tests": {
+                "g": t.g,
+                "g_statistic": t.statistic,
+                "df": t.df,
+                "pool": t.pool,
+                "pool_count": t.pool_count,
+                "pool_mass": t.pool_mass,
+                "acceptance": t.acceptance,
+            },
+            "power": self.power.to_json(),
+        }
+
+
+class SamplerError(RuntimeError):
+    """The sampler under test raised, or returned something other than (token, accepted)."""
+
+
+def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
+    try:
+        if batch:
+            tok, acc = sampler(p, q, t, rng)
+        else:
+            out = [sampler(p, q, tuple(row), rng) for row in t.tolist()]
+            tok, acc = [o[0] for o in out], [o[1] for o in out]
+    except Exception as exc:  # noqa: BLE001 - any exception of the sampler is its failure
+        raise SamplerError(f"the sampler raised {type(exc).__name__}: {exc}") from exc
+    tok, acc = np.asarray(tok), np.asarray(acc)
+    if tok.shape != (len(t),) or acc.shape != (len(t),):
+        raise SamplerError(
+            f"the sampler returned shapes {tok.shape}, {acc.shape}; expected {len(t)} "
+            "(token, accepted) pairs"
+        )
+    if tok.size and (not np.issubdtype(tok.dtype, np.integer) or tok.min() < 0 or tok.max() >= V):
+        raise SamplerError(f"the sampler returned tokens outside the integers [0, {V})")
+    return tok.astype(np.int64), acc.astype(bool)
+
+
+def check_sampler(
+    sampler: Sampler,
+    p: Any,
+    draft: DraftLaw,
+    samples: int | None = None,
+    level: float = 1e-3,
+    *,
+    delta: float | None = None,
+    seed: Any = 0,
+    batch: bool = False,
+    tests: int = 1,
+    probability: float = stats.POWER,
+    min_expected: float = stats.MIN_EXPECTED,
+    alpha_method: str | None = None,
+) -> SamplerCheck:
+    r"""Test ``sampler``'s output law against ``p`` on N draft tuples drawn from ``draft``.
+
+    Parameters
+    ----------
+    sampler : callable
+        ``sampler(p, q, drafts, rng) -> (token, accepted)``; ``p``, ``q`` float64 arrays (``q``
+        the law's reference, ``None`` for product / explicit laws), ``drafts`` a tuple of ints.
+    p : (V,) array_like
+        Target distribution.
+    draft : DraftLaw
+        The law of the drafts.
+    samples : int, optional
+        N; default: the N whose power statement detects a TV error ≥ ``delta``.
+    level : float
+        Family-wise level; the tests run at ``level / tests``.
+    delta : float, optional
+        The TV error to size N for (when ``samples`` is None).
+    seed : int or sequence of int
+        Seeds the generator that draws the tuples and is passed to the sampler.
+    batch : bool
+        The sampler takes an ``(N, n)`` array and returns arrays.
+    tests : int
+        The number of instances tested together (Bonferroni for the power statement).
+    probability, min_expected : float
+        The power statement's probability, and the pooling threshold of expected counts.
+    alpha_method : str, optional
+        :func:`mdsd_ot.solve` method for α* (default ``subset-exact`` up to V = 16, else ``auto``).
+
+    Returns
+    -------
+    SamplerCheck
+        ``.passed``, ``.p_value``, ``.acceptance``, ``.alpha_star``, ``.power`` and the details.
+
+    Examples
+    --------
+    >>> from mdsd_ot.drafts import WithReplacement
+    >>> from mdsd_ot.lossless import controls
+    >>> law = WithReplacement([0.5, 0.3, 0.2], 2)
+    >>> ok = check_sampler(controls.package_sampler("rrs-with", "with", batch=False),
+    ...                    [0.2, 0.3, 0.5], law, samples=2000)
+    >>> ok.passed, ok.in_drafts <= ok.alpha_star + 0.05
+    (True, True)
+    >>> bad = check_sampler(controls.verify_sampler(controls.always_accept),
+    ...                     [0.2, 0.3, 0.5], law, samples=2000)
+    >>> bad.passed, bad.p_value < 1e-10
+    (False, True)
+    >>> print(ok.power)  # doctest: +ELLIPSIS
+    with 2,000 samples this detects a total-variation error >= 0.0... with probability >= 0.9 at level 0.001
+    """
+    if not isinstance(draft, DraftLaw):
+        raise ValueError(
+            f"draft: expected a draft law from mdsd_ot.drafts, got {type(draft).__name__}"
+        )
+    if not 0 < level < 1:
+        raise ValueError(f"level: must lie in (0, 1), got {level}")
+    if int(tests) < 1:
+        raise ValueError(f"tests: must be >= 1, got {tests}")
+    pv = Vector(p, "p")
+    if len(pv) != draft.V:
+        raise ValueError(f"p: has length {len(pv)} but the draft law has V = {draft.V} tokens")
+    pf = pv.float.copy()
+    a = level / int(tests)
+    if samples is None:
+        if delta is None:
+            raise ValueError("samples: give samples=N, or delta=TV error to size N for")
+        samples = stats.samples_needed(pf, delta, a, probability, min_expected)
+    N = int(samples)
+    if N < 1:
+        raise ValueError(f"samples: must be >= 1, got {samples}")
+    rng = np.random.default_rng(seed)
+    t = np.asarray(draft.sample(rng, N), dtype=np.int64)
+    tok, acc = _run(sampler, pf, q_of(draft, False), t, rng, batch, draft.V)
+    in_d = (t == tok[:, None]).any(axis=1)
+    method = alpha_method or ("subset-exact" if draft.V <= EXACT_ALPHA_MAX_V else "auto")
+    alpha = alpha_star_of(pf if not pv.rational else list(pv.exact), draft, method)
+    counts = np.bincount(tok, minlength=draft.V)
+    tt = stats.law_tests(
+        counts, pf, stats.acceptance_p_value(int(in_d.sum()), N, float(alpha)), min_expected
+    )
+    inconsistent = int((acc & ~in_d).sum())
+    reasons = []
+    if tt.p_value <= a:
+        parts = [
+            ("G-test", tt.g),
+            ("pool test", tt.pool),
+            ("acceptance above alpha*", tt.acceptance),
+        ]
+        worst = min(parts, key=lambda kv: kv[1])
+        reasons.append(f"{worst[0]} rejects (p = {worst[1]:.3g}, combined {tt.p_value:.3g})")
+    if inconsistent:
+        reasons.append(f"accepted {inconsistent} token(s) that are not drafts")
+    delta_hat = stats.detectable_tv(pf, N, a, probability, min_expected)
+    return SamplerCheck(
+        passed=not reasons,
+        p_value=tt.p_value,
+        acceptance=float(acc.mean()),
+        in_drafts=float(in_d.mean()),
+        alpha_star=alpha,
+        power=stats.PowerStatement(N, a, delta_hat, probability),
+        tests=tt,
+        counts=counts,
+        samples=N,
+        level=a,
+        tv_hat=float(0.5 * np.abs(counts / N - pf).sum()),
+        inconsistent=inconsistent,
+        seed=seed,
+        reasons=tuple(reasons),
+    )

@@ -1,0 +1,200 @@
+r"""Per-position values of a report: α* of each draft law and the acceptance of its verifiers.
+
+For one batch of rows (target ``p`` and draft model ``q`` per position), ``n`` drafts and every
+law L of :func:`~mdsd_ot.reports.laws.report_laws` (or those asked for): α* per row
+(:func:`~mdsd_ot.reports.laws.alpha_rows`) and, for every verifier v defined for L
+(:func:`mdsd_ot.verifiers.applicable`), its acceptance per row, labelled by how it was computed:
+
+- ``closed-form``: :meth:`Verifier.acceptance` where it exists;
+- ``exact``: enumeration over the draft tuples (:meth:`Verifier.exact`) when the law has at most
+  ``exact_max_tuples`` tuples;
+- ``simulated``: ``samples`` draft tuples verified by the sampler, with the Monte-Carlo standard
+  error :math:`\sqrt{\hat a(1-\hat a)/N}`;
+- ``optimal`` is evaluated only for V ≤ ``optimal_max_v`` (enumeration; it attains α*, T11).
+
+T11: every acceptance is at most α* of its law, so the gap α* − acceptance is ≥ 0.
+
+Examples
+--------
+>>> rows = evaluate([[0.5, 0.3, 0.2]], [[0.2, 0.3, 0.5]], 2, rng=0, laws=["with"])
+>>> r = rows[0]
+>>> r.law, r.names, r.method["rrs-with"], bool(r.acceptance["rrs-with"][0] <= r.alpha[0])
+('with', ['rrs-with', 'k-seq', 'optimal'], 'closed-form', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import exact as _exact
+from ..verifiers import applicable, get
+from .laws import alpha_rows, make_law, report_laws
+
+__all__ = ["LawRows", "evaluate", "concat", "select_laws"]
+
+
+@dataclass
+class LawRows:
+    """Per-position values of one draft law (arrays of length m; NaN where undefined).
+
+    Attributes
+    ----------
+    law : str
+    alpha : ndarray
+        α* per position.
+    alpha_method : str or None
+    names : list of str
+        The verifiers evaluated.
+    acceptance, se : dict of ndarray
+        Acceptance per position and its Monte-Carlo standard error (0 unless simulated).
+    method : dict of str
+        ``closed-form``, ``exact`` or ``simulated`` per verifier.
+    skipped : str or None
+        Why some positions (or the whole law) have no value.
+    """
+
+    law: str
+    alpha: np.ndarray
+    alpha_method: str | None
+    names: list[str]
+    acceptance: dict[str, np.ndarray] = field(default_factory=dict)
+    se: dict[str, np.ndarray] = field(default_factory=dict)
+    method: dict[str, str | None] = field(default_factory=dict)
+    skipped: str | None = None
+
+
+def _support_bound(law: Any) -> int:
+    return int(law.support_size_bound())
+
+
+def select_laws(n: int, laws: Sequence[str] | None) -> list[str]:
+    """The laws to report for ``n`` drafts: ``laws`` (checked) or all of :func:`report_laws`."""
+    allowed = report_laws(n)
+    if laws is None:
+        return list(allowed)
+    bad = [x for x in laws if x not in allowed]
+    if bad:
+        raise ValueError(
+            f"--laws: {', '.join(map(repr, bad))} not reportable with n = {n}; choose from "
+            f"{', '.join(allowed)}"
+        )
+    return list(laws)
+
+
+def _verifier_names(law: str, n: int, V: int, wanted: Sequence[str] | None, optimal: bool):
+    """Names of the verifiers defined for ``law`` (a uniform q stands in for the row's q)."""
+    names = applicable(make_law(law, np.full(V, 1.0 / V), n))
+    names = [x for x in names if x != "optimal" or optimal]
+    return names if wanted is None else [x for x in names if x in wanted]
+
+
+def evaluate(
+    P: Any,
+    Q: Any,
+    n: int,
+    *,
+    rng: np.random.Generator | int | None,
+    laws: Sequence[str] | None = None,
+    verifiers: Sequence[str] | None = None,
+    samples: int = 2000,
+    exact_max_tuples: int = 4096,
+    optimal_max_v: int = 8,
+    progress: Callable[[int], None] | None = None,
+) -> list[LawRows]:
+    """α* and verifier acceptance per row for every law (rows: validated distributions).
+
+    Parameters
+    ----------
+    P, Q : (m, V) ndarray
+        Target and draft rows (each summing to 1).
+    n : int
+        Number of drafts.
+    rng : Generator or int or None
+        Randomness of the simulated acceptances.
+    laws, verifiers : sequence of str, optional
+        Restrict the laws (default :func:`report_laws`) and the verifiers (default: all
+        applicable).
+    samples, exact_max_tuples, optimal_max_v : int
+        See the module docstring.
+    progress : callable, optional
+        Called with 1 after each row.
+    """
+    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    P = np.atleast_2d(np.asarray(P, dtype=np.float64))
+    Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
+    m, V = P.shape
+    chosen = select_laws(n, laws)
+    optimal = V <= optimal_max_v and "reduced" in _exact.METHODS
+    out: list[LawRows] = []
+    for law in chosen:
+        try:
+            names = _verifier_names(law, n, V, verifiers, optimal)
+        except ValueError as exc:  # e.g. fewer tokens than distinct drafts
+            out.append(LawRows(law, np.full(m, np.nan), None, [], skipped=str(exc)))
+            continue
+        out.append(
+            LawRows(
+                law, np.full(m, np.nan), None, names,
+                acceptance={x: np.full(m, np.nan) for x in names},
+                se={x: np.zeros(m) for x in names},
+                method={x: None for x in names},
+            )
+        )  # fmt: skip
+    live = [r for r in out if r.skipped is None]
+    for r, (a, how) in zip(live, alpha_rows(P, Q, n, [r.law for r in live]).values(), strict=True):
+        r.alpha, r.alpha_method = a, how
+        if np.isnan(a).any():  # say why (e.g. q with fewer than n tokens for distinct drafts)
+            k = int(np.flatnonzero(np.isnan(a))[0])
+            try:
+                make_law(r.law, Q[k], n)
+                r.skipped = f"position {k}: the fast solver refused the row"
+            except ValueError as exc:
+                r.skipped = f"position {k}: {exc}"
+    for k in range(m):
+        for r in live:
+            if not r.names:  # α* only (e.g. conditional Poisson): no law object needed
+                continue
+            try:
+                law = make_law(r.law, Q[k], n)
+            except ValueError as exc:  # a row outside the law's domain (e.g. q with zeros)
+                r.skipped = r.skipped or f"position {k}: {exc}"
+                continue
+            small = _support_bound(law) <= exact_max_tuples
+            for name in r.names:
+                v = get(name, law)
+                if v.has_closed_form(n):
+                    r.acceptance[name][k], how = v.acceptance(P[k], Q[k], n), "closed-form"
+                elif small:
+                    r.acceptance[name][k], how = float(v.exact(P[k])[1]), "exact"
+                else:
+                    r.acceptance[name][k], r.se[name][k] = v.simulate(P[k], samples, g)
+                    how = "simulated"
+                r.method[name] = r.method[name] or how
+        if progress is not None:
+            progress(1)
+    return out
+
+
+def concat(parts: Sequence[Sequence[LawRows]]) -> list[LawRows]:
+    """Join the per-law values of consecutive batches (same laws, in the same order)."""
+    first = parts[0]
+    out = []
+    for j, r in enumerate(first):
+        rows = [p[j] for p in parts]
+        out.append(
+            LawRows(
+                r.law,
+                np.concatenate([x.alpha for x in rows]),
+                next((x.alpha_method for x in rows if x.alpha_method), None),
+                list(r.names),
+                acceptance={k: np.concatenate([x.acceptance[k] for x in rows]) for k in r.names},
+                se={k: np.concatenate([x.se[k] for x in rows]) for k in r.names},
+                method={k: next((x.method[k] for x in rows if x.method[k]), None) for k in r.names},
+                skipped=next((x.skipped for x in rows if x.skipped), None),
+            )
+        )
+    return out

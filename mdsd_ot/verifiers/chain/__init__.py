@@ -1,0 +1,37 @@
+r"""The optimal verifier along the p/q chain, at any vocabulary size (proofs/optimal_verifier.md).
+
+Modules: :mod:`.sublaw` (the optimal accepted sub-law s and the transfer path E),
+:mod:`.relabel` (relabelling kernels with an exactly linear law), :mod:`.plan` (one position:
+sort, sub-law, pairs, kernel, thinning), :mod:`.sample` (vectorised sampling), :mod:`.exact` (the
+same construction in Fractions, and the rule for one tuple) and :mod:`.verifier` (the
+:class:`ChainOptimal` verifier behind ``verifiers.get("optimal", draft)`` for q laws).
+
+Examples
+--------
+>>> import numpy as np
+>>> from mdsd_ot.drafts import WithReplacement
+>>> from mdsd_ot.synthetic import synthetic_pair
+>>> p, q = synthetic_pair(2000, 1.0, 0)
+>>> v = ChainOptimal(WithReplacement(q, 2))
+>>> c = v.certificate(p)
+>>> c["construction"], c["eps"] < 1e-12
+('relabel', True)
+"""
+
+from .plan import CONSTRUCTIONS, Plan, build_plan, build_plans
+from .sample import sample_plan, sample_plans, stream_to_iid
+from .sublaw import optimal_sublaw
+from .verifier import ChainOptimal, construction_for
+
+__all__ = [
+    "CONSTRUCTIONS",
+    "ChainOptimal",
+    "Plan",
+    "build_plan",
+    "build_plans",
+    "construction_for",
+    "optimal_sublaw",
+    "sample_plan",
+    "sample_plans",
+    "stream_to_iid",
+]

@@ -1,0 +1,211 @@
+r"""The chain verifier in plain Python numbers: the definition, exact in Fractions (small V).
+
+:func:`exact_plan` runs the same construction as :mod:`.plan` on lists (no rounding of the kernel,
+Fractions stay exact), and :func:`given` returns the verifier's rule :math:`\pi(\cdot \mid \bar i)`
+for one draft tuple by summing over every relabelling outcome, the uniform tie-break, the thinning
+coin and the residual draw.  ``Verifier.exact`` sums it against the law's joint table, so the
+output law and the acceptance are checked exactly (tests: law = p, acceptance = α*).
+
+Examples
+--------
+>>> from fractions import Fraction as Fr
+>>> plan = exact_plan([Fr(3, 5), Fr(2, 5)], [Fr(1, 2), Fr(1, 2)], 2, "relabel")
+>>> {k: str(v) for k, v in sorted(given(plan, (0, 1)).items())}
+{0: '7/10', 1: '3/10'}
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .relabel import fifo_pairs_list, relabel_list, slot_rates_list
+from .sublaw import optimal_sublaw_list
+
+__all__ = ["ExactPlan", "exact_plan", "given", "stream_tuples"]
+
+
+@dataclass
+class ExactPlan:
+    """The plan in lists: ``rows[k]`` is the kernel row of slot k ({slot: prob}, own included)."""
+
+    construction: str
+    n: int
+    q: list
+    rank: list[int]
+    rows: list[dict[int, Any]]
+    accept: list
+    residual: list
+    acceptance: Any
+    selection: list  #: the selection law T by token id
+
+
+def _order(p: list, q: list) -> list[int]:
+    return sorted(range(len(p)), key=lambda i: (0, p[i] / q[i]) if q[i] > 0 else (1, 0))
+
+
+def _cum0(x: list) -> list:
+    out = [x[0] - x[0]]
+    for v in x:
+        out.append(out[-1] + v)
+    return out
+
+
+def _elementary_prefix(qs: list, m: int) -> list:
+    """e_m of every prefix of qs (k = 0..V)."""
+    zero = qs[0] - qs[0]
+    e = [zero + 1] + [zero] * m
+    out = [e[m]]
+    for v in qs:
+        for j in range(m, 0, -1):
+            e[j] = e[j] + v * e[j - 1]
+        out.append(e[m])
+    return out
+
+
+def _law_of_rows(qs: list, d: list, rows: list) -> list:
+    return [
+        qs[i] * sum((a * d[j] for j, a in rows[i].items()), qs[i] - qs[i]) for i in range(len(qs))
+    ]
+
+
+def _relabel_rows(qs: list, n: int, t: list) -> tuple[list, list]:
+    d = slot_rates_list(qs, n)
+    D = [a * b for a, b in zip(qs, d, strict=True)]
+    rows = relabel_list(qs, d, fifo_pairs_list(D, t, [x > 0 for x in qs]))
+    return rows, _law_of_rows(qs, d, rows)
+
+
+def _cp2_rows(qs: list, gap: list, two_e2: Any) -> tuple[list, list, bool]:
+    """Kernel rows for the i.i.d. demand ``gap`` = t - D_iid and the conditional-Poisson law."""
+    zero = qs[0] - qs[0]
+    cm = _cum0(qs)[:-1]
+    d = [2 * a + b for a, b in zip(cm, qs, strict=True)]
+    live = [x > 0 for x in qs]
+    sup = [max(zero, -g) for g in gap]
+    dem = [max(zero, g) for g in gap]
+    D = [zero] * len(qs)  # fifo_pairs_list works on (D, t): use D = sup, t = dem
+    pairs = fifo_pairs_list([a + b for a, b in zip(D, sup, strict=True)], dem, live)
+    rows = relabel_list(qs, d, pairs)
+    rho = [g / qs[k] + d[k] if qs[k] > 0 else None for k, g in enumerate(gap)]
+    fits = all(d[y] >= rho[x] and d[x] <= rho[y] for x, y, _ in pairs)  # as plan._fits
+    T = [
+        qs[i] * sum((a * (2 * cm[j] + qs[j] - qs[i]) for j, a in rows[i].items()), zero) / two_e2
+        for i in range(len(qs))
+    ]
+    return rows, T, fits
+
+
+def exact_plan(
+    p: list, q: list, n: int, construction: str, Q_of: Callable[[list[int]], Any] | None = None
+) -> ExactPlan:
+    """The construction of :func:`mdsd_ot.verifiers.chain.plan.build_plan` on lists.
+
+    ``Q_of(tokens)`` (the law's Q of a token set) is needed for ``top`` with n >= 2.
+    """
+    order = _order(p, q)
+    ps, qs = [p[i] for i in order], [q[i] for i in order]
+    zero = qs[0] - qs[0]
+    if construction == "top" or n == 1:
+        if n == 1:
+            D = list(qs)
+        else:
+            pq = [Q_of(order[:k]) for k in range(len(qs) + 1)]
+            D = [max(zero, pq[k + 1] - pq[k]) for k in range(len(qs))]
+        s, T, rows = (
+            [min(a, b) for a, b in zip(ps, D, strict=True)],
+            D,
+            [{k: zero + 1} for k in range(len(qs))],
+        )
+        construction = "top"
+    elif construction == "cp2":  # through the i.i.d. kernel, in cancellation-free form
+        cm = _cum0(qs)[:-1]
+        e2 = sum((a * b for a, b in zip(qs, cm, strict=True)), zero)
+        DC = [a * b / e2 for a, b in zip(qs, cm, strict=True)]
+        _, s, _ = optimal_sublaw_list(_cum0(ps), _cum0(DC))
+        two_e2 = 2 * e2
+        rows, T, fits = _cp2_rows(
+            qs, [two_e2 * (a - b) for a, b in zip(s, DC, strict=True)], two_e2
+        )
+        if not fits:  # the mass condition fails in p/q order: sort by t/q
+            key = [
+                (0, two_e2 * s[k] / qs[k] + qs[k]) if qs[k] > 0 else (1, 0) for k in range(len(qs))
+            ]
+            o2 = sorted(range(len(qs)), key=lambda k: key[k])
+            order = [order[k] for k in o2]
+            ps, qs, s = ([v[k] for k in o2] for v in (ps, qs, s))
+            cm = _cum0(qs)[:-1]
+            gap = [two_e2 * a - 2 * b * c for a, b, c in zip(s, qs, cm, strict=True)]
+            rows, T, _ = _cp2_rows(qs, gap, two_e2)
+    elif construction in ("relabel", "stream"):
+        d = slot_rates_list(qs, n)
+        D = [a * b for a, b in zip(qs, d, strict=True)]
+        _, s, _ = optimal_sublaw_list(_cum0(ps), _cum0(D))
+        rows, T = _relabel_rows(qs, n, s)
+    else:
+        raise ValueError(f"construction: unknown {construction!r}")
+    sp = [max(zero, min(a, b, c)) for a, b, c in zip(s, T, ps, strict=True)]
+    acc = [min(zero + 1, a / b) if b > 0 else zero for a, b in zip(sp, T, strict=True)]
+    res = [max(zero, a - b) for a, b in zip(ps, sp, strict=True)]
+    tot = sum(res, zero)
+    res = [r / tot for r in res] if tot > 0 else [x / sum(ps, zero) for x in ps]
+    V = len(p)
+    rank = [0] * V
+    for k, i in enumerate(order):
+        rank[i] = k
+    accept, residual, selection = [zero] * V, [zero] * V, [zero] * V
+    for k, i in enumerate(order):
+        accept[i], residual[i], selection[i] = acc[k], res[k], T[k]
+    return ExactPlan(
+        construction, n, list(q), rank, rows, accept, residual, sum(sp, zero), selection
+    )
+
+
+def stream_tuples(tup: tuple[int, ...], q: list) -> list[tuple[tuple[int, ...], Any]]:
+    """The exact law of :func:`mdsd_ot.verifiers.chain.sample.stream_to_iid` for one tuple."""
+    n = len(tup)
+    one = q[0] - q[0] + 1
+    out: list = []
+
+    def rec(prefix: tuple[int, ...], m: int, pr: Any) -> None:
+        if len(prefix) == n:
+            out.append((prefix, pr))
+            return
+        w = sum((q[v] for v in tup[:m]), one - one)
+        for v in tup[:m]:
+            if q[v] > 0:
+                rec(prefix + (v,), m, pr * q[v])
+        if m < n and w < 1:
+            rec(prefix + (tup[m],), m + 1, pr * (one - w))
+
+    rec((tup[0],), 1, one)
+    return out
+
+
+def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
+    r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
+    one = plan.q[0] - plan.q[0] + 1
+    sources = stream_tuples(tup, plan.q) if plan.construction == "stream" else [(tup, one)]
+    out: dict[int, Any] = {}
+    rej = one - one
+    for t, w in sources:
+        choices = [list(plan.rows[plan.rank[i]].items()) for i in t]
+        for combo in itertools.product(*choices):
+            pr = w
+            for _, a in combo:
+                pr = pr * a
+            if pr == 0:
+                continue
+            top = max(sl for sl, _ in combo)
+            tied = [t[j] for j, (sl, _) in enumerate(combo) if sl == top]
+            for y in tied:
+                share = pr / len(tied)
+                out[y] = out.get(y, 0) + share * plan.accept[y]
+                rej = rej + share * (1 - plan.accept[y])
+    if rej != 0:
+        for z, r in enumerate(plan.residual):
+            if r:
+                out[z] = out.get(z, 0) + rej * r
+    return {k: v for k, v in out.items() if v != 0}

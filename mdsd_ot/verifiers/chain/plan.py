@@ -1,0 +1,354 @@
+r"""Build the chain verifier for one position: sort once, sub-law, pairs, kernel, thinning.
+
+A :class:`Plan` is everything :func:`mdsd_ot.verifiers.chain.sample.sample_plan` needs, indexed
+by the original token ids: the slot (rank) of each token, the relabelling kernel, the probability
+of accepting a selected token and the residual law.  Four constructions
+(proofs/optimal_verifier.md):
+
+``relabel`` (i.i.d. drafts, any n)
+    The relabelling kernel of the optimal sub-law s in p/q order; selection law T >= s with
+    equality off H*, accept w.p. s/T.  Acceptance α* (exact up to rounding).
+``cp2`` (conditional Poisson, n = 2)
+    The same rule read on distinct pairs: :math:`T^{CP} = (T^{iid} - q^2) / (1 - \sum q^2)` for
+    every symmetric rule, so the kernel is built for the i.i.d. target
+    :math:`(1 - \sum q^2)\, s^{CP} + q^2` (sorted by its ratio to q when p/q order does not fit).
+    Acceptance α* of the conditional-Poisson law.
+``stream`` (sequential without replacement, any n)
+    The drafts are the first n distinct values of an i.i.d. stream; given them, the stream's first
+    n values are resampled exactly (a repeat of a seen value v w.p. q(v), else the next draft),
+    which gives an i.i.d. tuple of drafted tokens; then ``relabel``.  Exactly lossless, acceptance
+    :math:`\alpha^*_{with} = \alpha^*_{without} - \varepsilon` (T8), ε reported.
+``top`` (any law with prefix Q; conditional Poisson with n >= 3, and n = 1)
+    Select the draft of largest p/q (law :math:`D_k = Q(H_k) - Q(H_{k-1})`), accept w.p.
+    :math:`\min(1, p/D)`.  Acceptance :math:`\sum \min(p, D)`, ε reported (0 for n = 1).
+
+Examples
+--------
+>>> import numpy as np
+>>> plan = build_plan(np.array([0.6, 0.4]), np.array([0.5, 0.5]), 2, "relabel")
+>>> round(plan.acceptance, 12), plan.order.tolist()
+(1.0, [1, 0])
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...fast.prefix import prefix_Q_conditional_poisson
+from .relabel import rates_from_cum
+from .rows import Pairing
+
+__all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
+
+#: The constructions, in the order of the module docstring.
+CONSTRUCTIONS: tuple[str, ...] = ("relabel", "cp2", "stream", "top")
+
+EPS = float(np.finfo(np.float64).eps)
+
+
+class _Scratch(threading.local):
+    """Per-thread scratch arrays reused from plan to plan (fresh V-size temporaries cost page
+    faults that dominate the arithmetic at V = 152,064).  Never stored in a plan."""
+
+    def __init__(self) -> None:
+        self.bufs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int) -> np.ndarray:
+        b = self.bufs.get(name)
+        if b is None or len(b) < size:
+            b = self.bufs[name] = np.empty(size)
+        return b[:size]
+
+
+_SCRATCH = _Scratch()
+
+
+@dataclass
+class Plan:
+    r"""One position's verifier.  Arrays are indexed by *slot* (the place of a token in the
+    construction's chain order) unless said otherwise; kernel rows are computed on demand
+    (:mod:`.rows`).
+
+    Attributes
+    ----------
+    construction : str
+        One of :data:`CONSTRUCTIONS`.
+    n : int
+        Number of drafts.
+    p, q : ndarray
+        Target and draft model's q by token id (the stream construction resamples with q).
+    order : (V,) int64 ndarray
+        Token of each slot.
+    c : (V,) ndarray
+        The cumulative q (through the slot) by slot; ``qs``/``ps`` gather q and p by slot.
+    D : (V,) ndarray or None
+        The selection law of ``top`` (``None`` otherwise).
+    s : (V,) ndarray
+        The accepted sub-law by slot, clipped to [0, p].
+    pairs : Pairing or None
+        Supply and demand intervals of the first-in first-out pairing.
+    two_e2 : float or None
+        :math:`1 - \sum q^2` for ``cp2`` (the i.i.d. law of the kernel maps to the
+        conditional-Poisson law by :math:`T \mapsto (T - q^2)/(1 - \sum q^2)`).
+    acceptance : float
+        :math:`\sum s`, the acceptance rate up to ``law_error`` (for ``stream`` and ``top`` a
+        lower bound: a residual draw may also hit an unselected draft).
+    law_error : float
+        A-priori bound on the total-variation distance of the output law from p caused by
+        rounding (``ChainOptimal.certificate`` adds the measured slot-mass imbalance).
+    """
+
+    construction: str
+    n: int
+    p: np.ndarray
+    q: np.ndarray
+    order: np.ndarray
+    c: np.ndarray
+    D: np.ndarray | None
+    s: np.ndarray
+    pairs: Pairing | None
+    two_e2: float | None
+    acceptance: float
+    law_error: float
+    info: dict[str, Any] = field(default_factory=dict)
+    key: np.ndarray | None = None
+    _rank: np.ndarray | None = None
+    _residual: np.ndarray | None = None
+
+    def slots_of(self, tokens: np.ndarray) -> np.ndarray:
+        """Slots of the given token ids.  Few distinct tokens: count the keys below each one
+        (O(V) per token, no inverse permutation); otherwise the inverse permutation, once."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if self._rank is None and self.key is not None and tokens.size <= 16:
+            k = self.key[tokens.ravel()]
+            out = np.empty(tokens.size, dtype=np.int64)
+            for j, (tok, kj) in enumerate(zip(tokens.ravel(), k, strict=True)):
+                if kj != kj:  # nan keys (p = q = 0) sort last, in any order
+                    return self.rank[tokens]
+                lo = int(np.count_nonzero(self.key < kj))
+                if self.order[lo] == tok:  # the usual case: no tie before it
+                    out[j] = lo
+                else:  # ties: find the token in its block of equal keys
+                    hi = lo + int(np.count_nonzero(self.key == kj))
+                    out[j] = lo + int(np.flatnonzero(self.order[lo:hi] == tok)[0])
+            return out.reshape(tokens.shape)
+        return self.rank[tokens]
+
+    def q_at(self, slots: np.ndarray) -> np.ndarray:
+        """q of the tokens in the given slots."""
+        return self.q[self.order[slots]]
+
+    @property
+    def qs(self) -> np.ndarray:
+        """q by slot (a gather of size V)."""
+        return self.q[self.order]
+
+    @property
+    def ps(self) -> np.ndarray:
+        """p by slot (a gather of size V)."""
+        return self.p[self.order]
+
+    def rate(self, slots: np.ndarray) -> np.ndarray:
+        r"""Slot rates :math:`d_k = \sum_{l<n} c_k^l c_{k-1}^{n-1-l}` of the i.i.d. kernel."""
+        c = self.c[slots]
+        return rates_from_cum(c, c - self.q_at(slots), 2 if self.two_e2 is not None else self.n)
+
+    def rate_minus_q(self, slots: np.ndarray) -> np.ndarray:
+        """:math:`d_k - q_k = 2 c_{k-1}` (n = 2, the cancellation-free form used by ``cp2``)."""
+        return 2.0 * (self.c[slots] - self.q_at(slots))
+
+    @property
+    def rank(self) -> np.ndarray:
+        """Slot of each token id (the inverse of ``order``; computed once)."""
+        if self._rank is None:
+            self._rank = np.empty(len(self.order), dtype=np.int64)
+            self._rank[self.order] = np.arange(len(self.order))
+        return self._rank
+
+    @property
+    def residual(self) -> np.ndarray:
+        """Cumulative residual law :math:`(p - s)^+` by slot (p itself when that is 0)."""
+        if self._residual is None:
+            ps = self.ps
+            r = np.cumsum(np.maximum(ps - self.s, 0.0))
+            self._residual = r if r[-1] > 0 else np.cumsum(ps)
+        return self._residual
+
+
+def sort_keys(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The chain key p/q (q = 0: inf, or nan when p = 0 too; both sort last)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(p, q)
+
+
+def chain_order(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Tokens sorted by p/q ascending (q = 0 last), one argsort along the last axis."""
+    return np.argsort(sort_keys(p, q), axis=-1)
+
+
+def _iid_err(n: int, V: int) -> float:
+    return 2.0 * (n * n + 6 * n + 8) * (V + 1) * EPS
+
+
+def _sublaw(ps: np.ndarray, Q: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""(s, dE) from p and Q (prefixes 1..V) and D, with scratch buffers.
+
+    :math:`E_j = \max(0, F_j - \min_{i>j} F_i)` (F = P - Q on prefixes 0..V),
+    dE_k = E_{k+1} - E_k and s = D + dE (a fresh array); dE lives in scratch.
+    """
+    V = len(ps)
+    F = _SCRATCH.get("F", V + 1)
+    F[0] = 0.0
+    np.cumsum(ps, out=F[1:])
+    F[1:] -= Q
+    S = _SCRATCH.get("S", V + 1)
+    np.minimum.accumulate(F[::-1], out=S[::-1])
+    np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
+    F[-1] = 0.0
+    np.maximum(F, 0.0, out=F)
+    dE = S[:V]
+    np.subtract(F[1:], F[:-1], out=dE)
+    return np.add(D, dE), dE
+
+
+def _supply_demand(dE: np.ndarray, q: np.ndarray, qs: np.ndarray, scale: float = 1.0) -> Pairing:
+    """The pairing of supply (-dE)^+ and demand dE^+ on the slots with q > 0 (they come first)."""
+    live = len(qs) if qs[-1] > 0 else int(np.count_nonzero(q))
+    return Pairing.from_increments(dE, live, scale)
+
+
+def _clip(s: np.ndarray, ps: np.ndarray) -> np.ndarray:
+    np.minimum(s, ps, out=s)
+    return np.maximum(s, 0.0, out=s)
+
+
+def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand)."""
+    V = len(order)
+    return np.take(p, order, out=_SCRATCH.get("ps", V)), np.take(
+        q, order, out=_SCRATCH.get("qs", V)
+    )
+
+
+def _relabel(p, q, n, order, construction="relabel") -> Plan:
+    ps, qs = _gather(p, q, order)
+    c = np.cumsum(qs)
+    Q = _SCRATCH.get("Q", len(c))
+    np.power(c, n, out=Q)
+    D = _SCRATCH.get("D", len(c))
+    np.subtract(c, qs, out=D)
+    D = rates_from_cum(c, D, n, (_SCRATCH.get("rt", len(c)), _SCRATCH.get("rt2", len(c))))
+    D *= qs
+    s, dE = _sublaw(ps, Q, D)
+    pairs = _supply_demand(dE, q, qs)  # q = 0 sorts last: no pairs there
+    s = _clip(s, ps)
+    return Plan(
+        construction, n, p, q, order, c, None, s, pairs, None, float(s.sum()), _iid_err(n, len(p))
+    )
+
+
+def _fits(pr: Pairing, d, rho: np.ndarray) -> bool:
+    r"""The sufficient mass condition of the proof note on every pair (x, y) with a positive
+    overlap: :math:`d_y \ge \rho_x` and :math:`d_x \le \rho_y` (d is increasing, so it is
+    enough to check the lowest partner of each demand slot and the highest of each supply slot).
+    ``d`` maps slots to slot rates."""
+    V, ns, nd = pr.V, len(pr.js), len(pr.jd)
+    if ns == 0 or nd == 0:
+        return True
+    first = np.searchsorted(pr.Ls, pr.Ld0, side="right")
+    last = np.minimum(np.searchsorted(pr.Ls, pr.Ld, side="left"), ns - 1)
+    has = first < ns
+    x = V - 1 - pr.jd[has]
+    ok_x = d(V - 1 - pr.js[last[has]]) >= rho[x]
+    top = np.searchsorted(pr.Ld, pr.Ls0, side="right")
+    has = top < nd
+    has[has] &= pr.Ld0[top[has]] < pr.Ls[has]
+    y = V - 1 - pr.js[has]
+    ok_y = d(V - 1 - pr.jd[top[has]]) <= rho[y]
+    return bool(ok_x.all() and ok_y.all())
+
+
+def _cp2(p, q, n, order) -> Plan:
+    """Conditional Poisson, n = 2, through the i.i.d. kernel (no cancellation: see the note)."""
+    ps, qs = _gather(p, q, order)
+    c = np.cumsum(qs)
+    w = c - qs
+    w *= qs  # e_2 increments q_k c_{k-1} >= 0
+    e2 = float(w.sum())
+    w /= e2  # the conditional-Poisson law D of the deterministic rule
+    s, dE = _sublaw(ps, np.cumsum(w), w)
+    s = _clip(s, ps)
+    two_e2 = 2.0 * e2
+    live = int(np.count_nonzero(q))
+    pr = _supply_demand(dE, q, qs, two_e2)
+    rho = np.full(len(qs), np.inf)
+    rho[:live] = two_e2 * s[:live] / qs[:live] + qs[:live]
+
+    def d(k, c=c, qs=qs):
+        return 2.0 * c[k] - qs[k]
+
+    resorted = not _fits(pr, d, rho)
+    if resorted:  # sort by the i.i.d. target's ratio t/q (nearly sorted already)
+        o2 = np.argsort(rho, kind="stable")
+        order, ps, qs, s = order[o2], ps[o2], qs[o2], s[o2]  # (rare: fresh arrays)
+        c = np.cumsum(qs)
+        gap = s - 2.0 * qs * (c - qs) / two_e2  # s - D_CP in the new order
+        pr = _supply_demand(gap, q, qs, two_e2)
+    plan = Plan(
+        "cp2", 2, p, q, order, c, None, s, pr, two_e2, float(s.sum()),
+        _iid_err(2, len(p)) / two_e2,
+    )  # fmt: skip
+    plan.info["resorted"] = resorted
+    return plan
+
+
+def _top(p, q, n, order, distinct: bool) -> Plan:
+    ps, qs = _gather(p, q, order)
+    if n == 1:
+        D = qs.copy()
+    else:  # the conditional-Poisson prefix recursion (the only distinct law that uses ``top``)
+        QC = prefix_Q_conditional_poisson(qs[None, :].copy(), n)[0]
+        D = np.clip(np.diff(QC, prepend=0.0), 0, None)
+    s = np.minimum(ps, D)
+    err = 2.0 * (2 * n + 8) * (len(p) + 1) * EPS
+    return Plan("top", n, p, q, order, np.cumsum(qs), D, s, None, None, float(s.sum()), err)
+
+
+def build_plan(
+    p: np.ndarray, q: np.ndarray, n: int, construction: str, order: np.ndarray | None = None
+) -> Plan:
+    """The plan of one position (validated float64 p and q); ``order`` reuses a p/q sort.
+
+    Examples
+    --------
+    >>> plan = build_plan(np.array([0.5, 0.5]), np.array([0.75, 0.25]), 2, "cp2")
+    >>> round(plan.acceptance, 12)  # α* of two distinct drafts = 1 (they cover both tokens)
+    1.0
+    """
+    key = None
+    if order is None:
+        key = sort_keys(p, q)
+        order = np.argsort(key)
+    if construction == "top" or n == 1:
+        plan = _top(p, q, n, order, distinct=construction == "top")
+    elif construction == "cp2":
+        plan = _cp2(p, q, n, order)
+    elif construction in ("relabel", "stream"):
+        plan = _relabel(p, q, n, order, construction)
+    else:
+        raise ValueError(
+            f"construction: expected one of {', '.join(CONSTRUCTIONS)}, got {construction!r}"
+        )
+    if plan.order is order:  # cp2 may re-sort: then the p/q keys no longer give the slots
+        plan.key = key
+    return plan
+
+
+def build_plans(P: np.ndarray, Q: np.ndarray, n: int, construction: str) -> list[Plan]:
+    """Plans for a (B, V) batch of positions, row by row (one sort per row: numpy gains nothing
+    from a batched sort, and the per-row scratch arrays stay in cache)."""
+    return [build_plan(P[b], Q[b], n, construction) for b in range(P.shape[0])]

@@ -1,0 +1,157 @@
+r"""The chain verifier as a :class:`~mdsd_ot.verifiers.Verifier` (``optimal`` for q laws; see
+:func:`mdsd_ot.verifiers.optimal.default_method`).
+
+Defined for the q-convex laws with a prefix algorithm (proofs/optimal_verifier.md):
+
+=========================  ==============  =================================================
+law                        construction    acceptance
+=========================  ==============  =================================================
+``WithReplacement``        ``relabel``     α* (exact; rounding only)
+``ConditionalPoisson``     ``cp2`` (n=2)   α* (exact; rounding only)
+``ConditionalPoisson``     ``top`` (n>=3)  :math:`\sum_x \min(p, D)` = α* − ε, ε reported
+``WithoutReplacement``     ``stream``      :math:`\alpha^*_{with}` = α* − ε (T8), ε reported
+any of them, n = 1         ``top``         :math:`\sum \min(p, q)` = α* (T4)
+=========================  ==============  =================================================
+
+Every construction is exactly lossless given the law it computes (the output law is p up to the
+rounding bound ``law_error``); :meth:`ChainOptimal.certificate` reports the acceptance, the law's
+α* from the fast solver and their difference ε.
+
+Examples
+--------
+>>> from mdsd_ot.drafts import WithReplacement
+>>> v = ChainOptimal(WithReplacement(["1/2", "1/2"], 2))
+>>> law, acc = v.exact(["3/5", "2/5"])
+>>> [str(x) for x in law], acc  # α* = 1: token 0 is selected from {0, 1} w.p. 7/10
+(['3/5', '2/5'], Fraction(1, 1))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import _validate as V_
+from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithReplacement
+from .._base import Verifier
+from .exact import exact_plan, given
+from .plan import Plan, build_plan, build_plans
+from .rows import slot_mass_imbalance
+from .sample import sample_plan, sample_plans
+
+__all__ = ["ChainOptimal", "construction_for"]
+
+#: Constructions that attain α* exactly (up to rounding).
+EXACT: tuple[str, ...] = ("relabel", "cp2")
+
+#: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
+_CONSTRUCTION: dict[type, Any] = {
+    WithReplacement: lambda n: "relabel",
+    ConditionalPoisson: lambda n: "cp2" if n == 2 else "top",
+    WithoutReplacement: lambda n: "stream",
+}
+
+
+def construction_for(draft: DraftLaw) -> str | None:
+    """The chain construction for ``draft`` (``None``: not a chain law).
+
+    Examples
+    --------
+    >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))
+    'stream'
+    """
+    make = _CONSTRUCTION.get(type(draft))
+    if make is None:
+        return None
+    return "top" if draft.n == 1 else make(draft.n)
+
+
+class ChainOptimal(Verifier):
+    """Optimal (or certified near-optimal) verifier along the p/q chain; see the module table."""
+
+    name = "optimal"
+    laws = tuple(cls.scheme for cls in _CONSTRUCTION)
+    law_hint = "WithReplacement, WithoutReplacement or ConditionalPoisson"
+
+    def __init__(self, draft: DraftLaw | None = None):
+        self._cache: dict[Any, Plan] = {}
+        super().__init__(draft)
+
+    def defined_for(self, draft: DraftLaw) -> bool:
+        return isinstance(draft, DraftLaw) and construction_for(draft) is not None
+
+    # -- plans -------------------------------------------------------------------------------
+    def plan(self, p: Any, draft: DraftLaw | None = None) -> Plan:
+        """The :class:`~mdsd_ot.verifiers.chain.plan.Plan` of one position (cached for the last p)."""
+        draft = self._law(draft)
+        pv = V_.prob_vector(p, "p")
+        V_.check_same_length(pv, draft.q, "p", "draft (its vocabulary)")
+        key = (pv.tobytes(), id(draft))
+        if key not in self._cache:
+            self._cache = {key: build_plan(pv, draft.q, draft.n, construction_for(draft))}
+        return self._cache[key]
+
+    def certificate(self, p: Any, draft: DraftLaw | None = None) -> dict[str, Any]:
+        r"""Acceptance, the law's α* (fast solver), ε = α* − acceptance and the law error bound.
+
+        ``exact_optimum`` says whether the construction attains α* in exact arithmetic
+        (``relabel``, ``cp2``, n = 1); otherwise ε is the certified shortfall (up to the fast
+        solver's accuracy ``alpha_accuracy``).
+        """
+        from ...fast import alpha_star, error_bound
+
+        draft = self._law(draft)
+        plan = self.plan(p, draft)
+        pv = V_.prob_vector(p, "p")
+        a = float(alpha_star(pv, draft.q, n=draft.n, scheme=draft.fast_kernel))
+        exact = plan.construction in EXACT or draft.n == 1
+        n = plan.n
+        shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
+        return {
+            "construction": plan.construction,
+            "acceptance": plan.acceptance,
+            "alpha_star": a,
+            "eps": max(0.0, a - plan.acceptance),
+            "alpha_accuracy": error_bound(draft.V, draft.n, float(np.finfo(float).eps)),
+            "law_error": plan.law_error + shift,
+            "exact_optimum": exact,
+        }
+
+    # -- Verifier hooks ------------------------------------------------------------------------
+    def _sample(self, p, draft, t, g):
+        return sample_plan(self.plan(p, draft), t, g)
+
+    def sample_rows(
+        self, P: Any, Qd: Any, draft_tokens: Any, rng: np.random.Generator | int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Batched positions: row b of ``draft_tokens`` (B, n) drawn from the bound law's class
+        with q = ``Qd[b]``, verified against ``P[b]`` (one batched sort for all rows)."""
+        draft = self._law(None)
+        Pm, Qm = V_.prob_batch(P, "p"), V_.prob_batch(Qd, "q")
+        plans = build_plans(np.atleast_2d(Pm), np.atleast_2d(Qm), draft.n, construction_for(draft))
+        t = np.atleast_2d(np.asarray(draft_tokens, dtype=np.int64))
+        g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        out = sample_plans(plans, t, g)
+        return out, (t == out[:, None]).any(axis=1)
+
+    def _setup(self, p, draft, exact):
+        q = list(draft.qvals(exact))
+        con = construction_for(draft)
+        return exact_plan(list(p), q, draft.n, con, lambda H: draft.Q(H, exact=exact))
+
+    def _given(self, ctx, tup):
+        return given(ctx, tup)
+
+    # -- acceptance ----------------------------------------------------------------------------
+    def has_closed_form(self, n: int) -> bool:
+        """True where :meth:`acceptance` is the exact acceptance (``relabel``, ``cp2``, n = 1);
+        for ``stream`` and ``top`` it is a certified lower bound (simulate for the value)."""
+        draft = self.draft
+        return draft is not None and (n == 1 or _CONSTRUCTION[type(draft)](n) in EXACT)
+
+    def acceptance(self, p: Any, q: Any, n: int) -> float:
+        """Acceptance of the chain verifier for the bound law's class with (q, n) (a lower bound
+        for ``stream`` and ``top``)."""
+        draft = self._law(None)
+        return self.plan(p, type(draft)(q, n)).acceptance

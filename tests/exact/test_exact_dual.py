@@ -1,0 +1,55 @@
+"""The w-vertex-cover dual (10): T2 (LP optimum = 0/1 optimum, integral simplex vertex), the
+constraint matrix handed to the TUM check (T3), and HiGHS's MIP on tiny masses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdsd_ot import drafts as D
+from mdsd_ot.exact import draft_graph
+from mdsd_ot.exact.dual import dual_constraint_matrix, w_vertex_cover
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_T2_lp_equals_ip_and_vertex_is_integral(seed):
+    """T2: the LP optimum of (10) equals the 0/1 optimum, and the simplex vertex is 0/1."""
+    rng = np.random.default_rng(seed)
+    p, law = rng.dirichlet(np.ones(5)), D.WithReplacement(rng.dirichlet(np.ones(5)), 3)
+    lp = w_vertex_cover(p, law)
+    ip = w_vertex_cover(p, law, integer=True)
+    assert abs(lp["value"] - ip["value"]) <= 1e-9
+    assert lp["integral"] and ip["integral"]
+    x = np.concatenate([lp["y"], lp["z"]])
+    assert np.all(np.isclose(x, 0.0, atol=1e-9) | np.isclose(x, 1.0, atol=1e-9))
+    # y = 1_H, z = 1[tuple not inside H]: the integer dual of (8)
+    H = lp["y"] > 0.5
+    g = draft_graph(law)
+    inside = H[g.tuples].all(axis=1)
+    assert np.allclose(lp["z"][g.w > 0], ~inside, atol=1e-9)
+    assert abs(lp["value"] - (p[H].sum() + 1.0 - law.Q(H))) <= 1e-9
+
+
+def test_dual_constraint_matrix_structure():
+    """Edge rows have one 1 among y and one among z; then an identity (input for T3)."""
+    law = D.WithReplacement([0.5, 0.3, 0.2], 2)
+    g = draft_graph(law)
+    A = dual_constraint_matrix(law).toarray()
+    V, K, E = g.V, g.K, len(g.edge_i)
+    assert A.shape == (E + V + K, V + K)
+    assert set(np.unique(A)) <= {0.0, 1.0}
+    assert np.all(A[:E, :V].sum(axis=1) == 1) and np.all(A[:E, V:].sum(axis=1) == 1)
+    assert np.array_equal(A[E:], np.eye(V + K))
+    # edges are exactly the pairs i in tuple
+    pairs = {(int(i), int(k) - V) for i, k in (np.flatnonzero(row) for row in A[:E])}
+    assert pairs == {(i, k) for k, t in enumerate(g.tuples.tolist()) for i in set(t)}
+
+
+def test_dual_ip_terminates_on_tiny_masses():
+    """T2 on an instance where HiGHS's MIP without presolve never finished (1e-16 masses)."""
+    law = D.ConditionalPoisson([0.23560215273879043, 0.7643978472612095, 8.486520900032986e-17], 2)
+    p = [0.0, 0.9999999997172946, 2.8270541463371046e-10]
+    lp = w_vertex_cover(p, law)
+    ip = w_vertex_cover(p, law, integer=True)
+    assert abs(lp["value"] - ip["value"]) <= 1e-9  # LP optimum = 0/1 optimum (T2)
+    assert lp["integral"] and ip["integral"]

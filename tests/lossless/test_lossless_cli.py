@@ -1,0 +1,118 @@
+"""``mdsd-ot lossless``: exit codes 0 / 1 / 2, the table, the witness, module and file loading."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mdsd_ot.cli import lossless as lossless_cmd
+from mdsd_ot.lossless import controls, replay
+
+runner = CliRunner()
+OK = "mdsd_ot.lossless.controls:rrs_with"
+BAD = "mdsd_ot.lossless.controls:rrs_unnormalised"
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    a = typer.Typer()
+    lossless_cmd.register(a)
+
+    @a.command("noop")  # a second command keeps typer in multi-command mode
+    def _noop() -> None:  # pragma: no cover - never invoked
+        pass
+
+    return a
+
+
+def _run(app, *args):
+    return runner.invoke(app, ["lossless", *args])
+
+
+def test_registered_in_the_main_app():
+    from mdsd_ot.cli import COMMAND_MODULES, app
+
+    assert "lossless" in COMMAND_MODULES
+    assert "lossless" in {c.name for c in app.registered_commands}
+
+
+def test_exact_pass_exits_0_with_a_table(app):
+    r = _run(app, OK, "--scheme", "with", "-n", "3", "--vocab", "4", "--instances", "7",
+             "--exact", "--seed", "0")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    for col in ("instance", "law error", "acceptance", "α*", "verdict", "pass"):
+        assert col in r.output
+    assert "7 instance(s) checked, 0 failing" in r.output
+    assert "witness" not in r.output
+
+
+def test_exact_failure_exits_1_with_a_replayable_witness(app):
+    r = _run(app, BAD, "--scheme", "with", "-n", "3", "--vocab", "4", "--instances", "7",
+             "--json")  # fmt: skip
+    assert r.exit_code == 1
+    out = json.loads(r.output)
+    assert out["passed"] is False and out["failures"] >= 1 and out["mode"] == "exact"
+    assert len(out["instances"]) == 7 and out["function"] == BAD
+    w = out["witness"]
+    assert w["verdict"] == "fail"
+    assert str(replay(w, controls.rrs_unnormalised).error) == w["law_error"]
+    assert replay(w, controls.rrs_with).error == 0
+    table = _run(app, BAD, "-n", "3", "--instances", "7")
+    assert table.exit_code == 1 and "witness (worst instance" in table.output
+    assert '"law_error"' in table.output and "fail" in table.output
+
+
+def test_file_path_and_statistical_mode(app, tmp_path):
+    f = tmp_path / "my_verifier.py"
+    f.write_text(
+        "def verify(p, q, drafts, coins):\n"
+        "    x = drafts[0]\n"
+        "    if coins.bernoulli(min(1, p[x] / q[x])):\n"
+        "        return x, True\n"
+        "    return coins.categorical([max(a - b, 0) for a, b in zip(p, q)]), False\n"
+        "def always_first(p, q, drafts, rng):\n"
+        "    return drafts[0], True\n"
+    )
+    r = _run(app, f"{f}:verify", "-n", "1", "--vocab", "3", "--instances", "7")
+    assert r.exit_code == 0, r.output
+    r = _run(app, f"{f}:verify", "-n", "1", "--vocab", "3", "--instances", "3",
+             "--samples", "3000")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "p-value" in r.output and "detects a total-variation error" in r.output
+    r = _run(app, f"{f}:always_first", "-n", "2", "--vocab", "3", "--instances", "3",
+             "--samples", "3000", "--json")  # fmt: skip
+    assert r.exit_code == 1
+    out = json.loads(r.output)
+    assert out["mode"] == "statistical" and out["witness"]["p_value"] < 1e-6
+    assert Fraction(out["witness"]["p"][0]) >= 0
+
+
+def test_crashing_sampler_exits_1(app, tmp_path):
+    f = tmp_path / "crash.py"
+    f.write_text("def sampler(p, q, drafts, rng):\n    raise RuntimeError('kernel died')\n")
+    r = _run(app, f"{f}:sampler", "--instances", "2", "--samples", "10")
+    assert r.exit_code == 1 and "kernel died" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["mdsd_ot.lossless.controls"], "expected MODULE:FUNCTION"),
+        (["no_such_module_xyz:f"], "cannot import module"),
+        (["/nonexistent/file.py:f"], "does not exist"),
+        (["mdsd_ot.lossless.controls:nope"], "has no attribute"),
+        ([OK, "--exact", "--samples", "10"], "choose one mode"),
+        ([OK, "--scheme", "nope"], "unknown scheme"),
+        ([OK, "-n", "0"], "-n"),
+        ([OK, "--instances", "0"], "--instances"),
+        ([OK, "--scheme", "without", "-n", "5", "--vocab", "4"], "undefined on every instance"),
+    ],
+)
+def test_bad_usage_exits_2(app, args, message):
+    r = _run(app, *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output

@@ -1,0 +1,115 @@
+"""Statistical mode on the package's vectorised samplers: no false alarm.
+
+Default suite: 4 instances per verifier and law, 10,000 samples.  ``-m slow``: 50 instances per
+verifier and law at family level 1e-3 with the N whose power statement detects TV >= 0.01.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mdsd_ot import drafts, verifiers
+from mdsd_ot.drafts import WithReplacement
+from mdsd_ot.lossless import (
+    check_sampler,
+    check_sampler_family,
+    controls,
+    replay_sampler,
+)
+from mdsd_ot.lossless.sampler import SamplerError
+
+VOCAB = (2, 3, 4, 5)
+
+
+def _cases():
+    out = []
+    for name in verifiers.NAMES:
+        for scheme in verifiers.LAWS[name] or tuple(drafts.SCHEMES):
+            ns = []
+            for n in (1, 2, 3):
+                try:
+                    law = drafts.make(scheme, [0.25] * 4, n)
+                except ValueError:
+                    continue
+                if law.q is not None and verifiers.get(name).defined_for(law):
+                    ns.append(n)
+            if ns:
+                out.append((name, scheme, tuple(ns)))
+    return out
+
+
+CASES = _cases()
+IDS = [f"{v}-{s}" for v, s, _ in CASES]
+
+
+@pytest.mark.parametrize(("name", "scheme", "ns"), CASES, ids=IDS)
+def test_package_samplers_no_false_alarm_quick(name, scheme, ns):
+    rep = check_sampler_family(
+        controls.package_sampler(name, scheme), scheme, 4, 10_000, 1e-3,
+        vocab=VOCAB, n=ns, seed=0, batch=True,
+    )  # fmt: skip
+    assert rep.passed, rep.witness
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "scheme", "ns"), CASES, ids=IDS)
+def test_package_samplers_no_false_alarm_50(name, scheme, ns):
+    rep = check_sampler_family(
+        controls.package_sampler(name, scheme), scheme, 50, None, 1e-3,
+        delta=0.01, vocab=VOCAB, n=ns, seed=0, batch=True,
+    )  # fmt: skip
+    assert rep.checked >= 45
+    assert rep.passed, rep.witness
+    assert all(c.power.delta <= 0.01 * 1.001 for c in rep.checks if c is not None)
+
+
+def test_result_fields_and_replay():
+    law = WithReplacement([0.5, 0.3, 0.2], 2)
+    r = check_sampler(
+        controls.package_sampler("rrs-with", "with"), [0.2, 0.3, 0.5], law, 5000, batch=True
+    )
+    assert r.passed and r.samples == 5000 and r.counts.sum() == 5000
+    assert r.acceptance == r.in_drafts <= float(r.alpha_star) + 0.05
+    assert 0 < r.power.delta < 0.1 and r.power.samples == 5000
+    rep = check_sampler_family(
+        controls.verify_sampler(controls.always_accept), "with", 3, 3000, vocab=3, n=2
+    )
+    assert not rep.passed
+    w = json.loads(json.dumps(rep.witness))
+    again = replay_sampler(w, controls.verify_sampler(controls.always_accept))
+    assert again.p_value == w["p_value"] and again.counts.tolist() == w["counts"]
+
+
+def test_samples_sized_by_delta():
+    law = WithReplacement([0.25] * 4, 1)
+    r = check_sampler(controls.verify_sampler(controls.speculative), [0.25] * 4, law, delta=0.05)
+    assert r.passed and r.power.delta <= 0.05 * 1.001
+    with pytest.raises(ValueError, match="samples"):
+        check_sampler(controls.verify_sampler(controls.speculative), [0.25] * 4, law)
+
+
+def test_misbehaving_samplers():
+    law = WithReplacement([0.5, 0.5], 1)
+
+    def crash(p, q, d, rng):
+        raise RuntimeError("kernel died")
+
+    def off_range(p, q, d, rng):
+        return 7, True
+
+    def liar(p, q, d, rng):
+        y = int(rng.random() < p[1])
+        return y, True
+
+    with pytest.raises(SamplerError, match="kernel died"):
+        check_sampler(crash, [0.5, 0.5], law, 10)
+    with pytest.raises(SamplerError, match="outside"):
+        check_sampler(off_range, [0.5, 0.5], law, 10)
+    r = check_sampler(liar, [0.5, 0.5], law, 1000)
+    assert not r.passed and r.inconsistent > 0 and r.tests.g > 1e-3
+    with pytest.raises(ValueError, match="level"):
+        check_sampler(liar, [0.5, 0.5], law, 10, level=2.0)
+    assert np.isfinite(r.tv_hat)
