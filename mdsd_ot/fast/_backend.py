@@ -493,3 +493,23 @@ def to_host(*xs: Any) -> list[np.ndarray]:
 
     rows = torch.stack([x.to(torch.float64) for x in xs]).cpu().numpy()
     return list(rows)
+
+
+def count_histogram(ids: Any, nbins: int) -> Any:
+    """Per-row number of entries in each bucket: a (B, nbins) array of the ids' dtype."""
+    B = ids.shape[0]
+    if is_numpy_array(ids):
+        if B == 1:
+            return np.bincount(ids.reshape(-1), minlength=nbins)[None, :nbins]
+        flat = ids + (np.arange(B, dtype=ids.dtype) * nbins)[:, None]
+        return np.bincount(flat.reshape(-1), minlength=B * nbins).reshape(B, nbins)
+    out = ids.new_zeros((B, nbins))
+    return out.scatter_add_(1, ids, ids.new_ones(ids.shape))
+
+
+def isin_rows(x: Any, y: Any) -> Any:
+    """``out[b, j] = x[b, j] in y[b, :]`` for (B, C) and (B, k) integer arrays."""
+    if is_numpy_array(x) and x.shape[0] == 1:
+        return np.isin(x[0], y[0])[None, :]
+    xp = namespace(x, y)
+    return xp.any(x[:, :, None] == y[:, None, :], axis=-1)

@@ -210,8 +210,9 @@ def _phase1(
     Hhc = bk.histogram(hb, xp.ones_like(xp.astype(ctx["hq"], Hs[0].dtype)), NBt)
     qmass = ctx["scale"][:, None] * Hs[0] + Hhq
     Hc = None
-    if "cnt" in law.uses:
-        Hc = bk.histogram(ids, xp.astype(q > 0, Hs[0].dtype), NB)[:, b0:b1]
+    if "cnt" in law.uses:  # tokens per bucket: every finite ratio has q > 0, and a q = 0 token
+        # (ratio +inf or NaN, the last buckets) only follows every positive mass in the chain
+        Hc = bk.count_histogram(ids, NB)[:, b0:b1]
     nb = b1 - b0
     uses = law.uses
     P_b = _excl(Hp, xp)
@@ -287,7 +288,7 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
         qs = xp.where(valid, qs, zero)
         first = bk.searchsorted_rows(bs, bs, "left")  # the start of each survivor's run
         heavy = ctx["heavy"]
-        hf = xp.any(idx[:, :, None] == heavy[:, None, :], axis=-1) & valid
+        hf = bk.isin_rows(idx, heavy) & valid
         P_s = _continued(st["P_b"], bs, ps, first, xp)
         L_s = seg_s = qc_s = lam_s = cnt_s = None
         if "L" in uses:
