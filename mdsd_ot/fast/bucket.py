@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend as bk
+from . import _histograms as hg
 from .chain import CHAINS, Chain, chain_for
 from .prefix import sort_key
 from .scan import solve_sorted
@@ -178,8 +179,8 @@ def _shared(p: Any, q: Any) -> tuple[Any, int, Any]:
     """What every law shares: the bucket of every token, the number of buckets, p's histogram."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
-    ids, NB = bk.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    Hp = bk.histogram(ids, p, None if isinstance(p, np.ndarray) and p.shape[0] == 1 else NB)
+    ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
+    Hp = hg.histogram(ids, p, None if isinstance(p, np.ndarray) and p.shape[0] == 1 else NB)
     return ids, Hp.shape[-1], Hp  # numpy, one row: buckets up to the largest id only
 
 
@@ -206,13 +207,13 @@ def _phase1(
     heavy = ctx["heavy"]
     hb = bk.take_rows(ids, heavy) - ids_off
     NBt = b1 - b0
-    Hhq = bk.histogram(hb, xp.astype(ctx["hq"], Hs[0].dtype), NBt)
-    Hhc = bk.histogram(hb, xp.ones_like(xp.astype(ctx["hq"], Hs[0].dtype)), NBt)
+    Hhq = hg.histogram(hb, xp.astype(ctx["hq"], Hs[0].dtype), NBt)
+    Hhc = hg.histogram(hb, xp.ones_like(xp.astype(ctx["hq"], Hs[0].dtype)), NBt)
     qmass = ctx["scale"][:, None] * Hs[0] + Hhq
     Hc = None
     if "cnt" in law.uses:  # tokens per bucket: every finite ratio has q > 0, and a q = 0 token
         # (ratio +inf or NaN, the last buckets) only follows every positive mass in the chain
-        Hc = bk.count_histogram(ids, NB)[:, b0:b1]
+        Hc = hg.count_histogram(ids, NB)[:, b0:b1]
     nb = b1 - b0
     uses = law.uses
     P_b = _excl(Hp, xp)
@@ -228,7 +229,7 @@ def _phase1(
     f_b = P_b - Q_b
     UB = xp.min(f_b, axis=-1)
 
-    lo, hi = bk.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0, b1)
+    lo, hi = hg.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0, b1)
     if not numpy:
         lo = bk.const(p, ("bucket-lo", SUB_BITS, HALF_WINDOW, b0, b1), lambda: lo)
         hi = bk.const(p, ("bucket-hi", SUB_BITS, HALF_WINDOW, b0, b1), lambda: hi)
@@ -276,7 +277,7 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
     from_s = xp.zeros(UB.shape, dtype=xp.bool, device=getattr(UB, "device", None))
     uses = law.uses
     if C > 0:
-        idx, valid = bk.compact(st["mask"], C)
+        idx, valid = hg.compact(st["mask"], C)
         ps, qs = bk.take_rows(p, idx), bk.take_rows(q, idx)
         ks = xp.where(valid, sort_key(ps, qs), xp.full_like(ps, float("nan")))
         perm = bk.stable_argsort(ks)

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend as bk
+from . import _histograms as hg
 from ._dd import gamma
 from .prefix import sort_key
 from .series import PLANS, series_eval, series_setup
@@ -78,13 +79,13 @@ def _powers(u: Any, count: int) -> list[Any]:
 
 def _power_histograms(u: Any, count: int, ids: Any, nbins: int) -> list[Any]:
     """Histograms of u, u^2, ..., u^count, the powers formed in one reused buffer."""
-    out = [bk.histogram(ids, u, nbins)]
+    out = [hg.histogram(ids, u, nbins)]
     if count > 1:
         buf = u * u
-        out.append(bk.histogram(ids, buf, nbins))
+        out.append(hg.histogram(ids, buf, nbins))
         for _ in range(2, count):
             buf *= u
-            out.append(bk.histogram(ids, buf, nbins))
+            out.append(hg.histogram(ids, buf, nbins))
     return out
 
 
@@ -112,7 +113,7 @@ class Chain:
 
     def histograms(self, ids: Any, q: Any, ctx: dict[str, Any], nbins: int) -> list[Any]:
         """Per-bucket sums of every statistic of the whole rows (B, V) -> list of (B, nbins)."""
-        return [bk.histogram(ids, s, nbins) for s in self.stats(q, ctx)]
+        return [hg.histogram(ids, s, nbins) for s in self.stats(q, ctx)]
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):  # pragma: no cover - abstract
         raise NotImplementedError
