@@ -12,7 +12,8 @@ per-round ratios), because the machine may be shared.  Printed:
 1. the synthetic family (:mod:`mdsd_ot.synthetic`, V = 152,064) at temperatures 0.5, 0.7, 1.0
    and 1.5: new and old, public and core, against the issue's targets;
 2. the adversarial inputs (all ratios equal, ratios over 600 octaves, zeros in p and q, 1e-300
-   masses, ties, a near point mass, every ratio in one bucket): new / old (must stay <= 1.2);
+   masses, ties, a near point mass, one bucket holding 60% or 80% of the tokens and the
+   optimum: scanned, or sorted after the bucketing pass): new / old (must stay <= 1.2);
 3. several laws of one row at once (``alpha_star_laws``: with, without and conditional Poisson,
    n = 2; issue 12's target <= 2x one argsort);
 4. batched B = 64: cost per row of the new public call;
@@ -85,10 +86,27 @@ def adversarial(V: int, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray
     qa = np.full(V, 1e-12 / V)
     qa[0] = 1.0
     out["near point mass"] = (rng.dirichlet(np.ones(V)), qa / qa.sum())
-    low = np.arange(V) < V // 2
-    p = q * np.where(low, 0.5 * (1.0 + 1e-4 * rng.random(V)), 1.5)
-    out["one bucket (fallback)"] = (p / p.sum(), q)
+    for share, name in ((0.35, "dense bucket, scanned"), (0.6, "dense bucket, sorted")):
+        out[name] = dense_bucket(V, share, rng)
     return out
+
+
+def dense_bucket(V: int, share: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A share of the tokens in one bucket (ratios near 0.8, q mass 0.02) holding the optimum
+    of with replacement, n = 2 (p/q crosses 2 q(H) there); the rest before (ratio ~0, q mass
+    0.39) and after (ratios 1.5..1.85).  Above MAX_FRACTION the row is sorted instead."""
+    inner = int(share * V)
+    outer = (V - inner) // 2
+    sizes = (outer, inner, V - inner - outer)
+    blocks = [(0.39, 1e-6, 2e-6), (0.02, 0.79, 0.81), (0.59, 1.5, 1.85)]
+    qs, ps = [], []
+    for size, (mass, lo, hi) in zip(sizes, blocks, strict=True):
+        qb = rng.dirichlet(np.ones(size)) * mass
+        qs.append(qb)
+        ps.append(qb * rng.uniform(lo, hi, size))
+    perm = rng.permutation(V)
+    q, p = np.concatenate(qs)[perm], np.concatenate(ps)[perm]
+    return p / p.sum(), q / q.sum()
 
 
 def main() -> None:

@@ -5,10 +5,13 @@ r"""Exact α* in O(V log V) for q-convex draft laws (docs/reference.md T7), batc
    \alpha^* = 1 + \min_{k=0..V} \bigl[P(H_k) - Q(H_k)\bigr], \qquad
    H_k = \text{the } k \text{ tokens of smallest } p/q,
 
-with one prefix kernel per law evaluating Q on every prefix (:mod:`mdsd_ot.fast.scan`,
-:mod:`mdsd_ot.fast.prefix`, the certified series :mod:`mdsd_ot.fast.series` for sequential drafts
-with n >= 3) and closed forms without a sort for one draft (T4) and the greedy construction (T9,
-:mod:`mdsd_ot.fast.greedy`).  The same functions run on numpy arrays and on torch tensors
+reached two ways: sorting by p/q and evaluating Q on every prefix with one prefix kernel per law
+(:mod:`mdsd_ot.fast.scan`, :mod:`mdsd_ot.fast.prefix`, the certified series
+:mod:`mdsd_ot.fast.series` for sequential drafts with n >= 3), or, below the cost of one sort,
+by bucketing the ratios in one linear pass, bounding the objective inside every bucket and
+sorting only the few buckets that can still hold the minimum (:mod:`mdsd_ot.fast.bucket`, the
+default from 4,096 tokens on; the same α*).  One draft (T4) and the greedy construction (T9,
+:mod:`mdsd_ot.fast.greedy`) are closed forms without a sort.  The same functions run on numpy arrays and on torch tensors
 (array-API standard through ``array-api-compat``, plus the small backend layer
 :mod:`mdsd_ot.fast._backend`); :func:`mdsd_ot.torch.alpha_star` is this solver behind a torch
 boundary (tensor conversion and dtype rule).

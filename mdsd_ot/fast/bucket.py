@@ -29,8 +29,11 @@ a few thousand tokens) are sorted and scanned exactly, their statistics continui
 bucket's boundary.  The result is the sorting path's α* (the same prefix minimum, summed in
 another order; ``tol`` = :data:`TOL` plus the law's own error bound).
 
-A row falls back to the sorting path when its survivors exceed :data:`MAX_FRACTION` of V (all
-ratios equal, say) or when the law cannot bound its error (conditional Poisson with an
+Scanning C survivors costs about what the sorting path costs on C tokens, so survivors are
+scanned even when they are many; a row is sorted instead when its fullest bucket holds more than
+:data:`DENSE_FRACTION` of V (known after the first histograms, before the law's statistics are
+formed: the worst case then costs the sort plus about a tenth), when its survivors exceed
+:data:`MAX_FRACTION` of V, or when the law cannot bound its error (conditional Poisson with an
 ill-conditioned light part).  numpy and torch run the same code; on torch the histograms are
 ``scatter_add_``, there is no per-row loop, and the only host synchronisation reads the
 survivor counts (which fix the shape of the second phase).
@@ -42,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from . import _backend as bk
 from . import _histograms as hg
 from .chain import CHAINS, Chain, chain_for
@@ -53,6 +57,7 @@ __all__ = [
     "HALF_WINDOW",
     "TOL",
     "MAX_FRACTION",
+    "DENSE_FRACTION",
     "solve_bucketed",
     "shared_buckets",
     "supports",
@@ -65,7 +70,10 @@ HALF_WINDOW: int = 32
 #: Absolute slack of the pruning test (beyond the law's own error bound).
 TOL: float = 1e-13
 #: A row whose surviving buckets hold more than this share of V is sorted instead.
-MAX_FRACTION: float = 0.25
+MAX_FRACTION: float = 0.75
+#: numpy: rows whose fullest bucket holds more than this share of V are sorted at once, before
+#: the law's statistics are formed (the bounds could not spare much of the sort).
+DENSE_FRACTION: float = 0.4
 
 _U = 2.0**-53
 
@@ -114,16 +122,24 @@ def solve_bucketed(
     xp = bk.namespace(p, q)
     B, V = p.shape
     law = chain_for(kernel, n)
+    shared = shared if shared is not None else _shared(p, q)
+    if shared[3] is not None and bool(np.all(shared[3].max(axis=-1) > DENSE_FRACTION * V)):
+        # numpy: one bucket holds most of the row; its bounds could not save the sort, so sort
+        # now (what was spent: one division, one shift and two bincounts)
+        a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
+        return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
     st = _phase1(p, q, sp, sq, law, xp, shared)
     # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
     counts, fallback = bk.to_host(st["counts"], st["fallback"])
     counts, fallback = counts.astype(np.int64), fallback.astype(bool)
     slow = np.flatnonzero(fallback)
+    if slow.size == B:  # every row: the sorting path on the rows themselves (no copies)
+        a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
+        return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
     if slow.size:  # their survivors are not collected; the sort overwrites their results
         keep = xp.asarray(~fallback, device=getattr(p, "device", None))
         st["mask"] = st["mask"] & keep[:, None]
-    C = int(counts[~fallback].max(initial=0))
-    alpha, H, err = _phase2(st, law, C, return_set, xp)
+    alpha, H, err = _phase2(st, law, int(counts[~fallback].max(initial=0)), return_set, xp)
     if slow.size:
         Pn = _rows(p, slow, xp) / _rows(sp, slow, xp)[:, None]
         Qn = _rows(q, slow, xp) / _rows(sq, slow, xp)[:, None]
@@ -133,7 +149,7 @@ def solve_bucketed(
     return alpha, H, err
 
 
-def shared_buckets(p: Any, q: Any) -> tuple[Any, int, Any]:
+def shared_buckets(p: Any, q: Any) -> tuple[Any, int, Any, Any]:
     """One bucketing pass for several laws on the same rows (see :func:`solve_bucketed`)."""
     return _shared(p, q)
 
@@ -175,13 +191,16 @@ def _survivor_mask(survive: np.ndarray, ids: np.ndarray, b0: int, NB: int) -> np
     return bk.take_rows(table, ids)
 
 
-def _shared(p: Any, q: Any) -> tuple[Any, int, Any]:
-    """What every law shares: the bucket of every token, the number of buckets, p's histogram."""
+def _shared(p: Any, q: Any) -> tuple[Any, int, Any, Any]:
+    """What every law shares: the bucket of every token, the number of buckets, p's histogram
+    and (numpy) the number of tokens per bucket."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
     ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    Hp = hg.histogram(ids, p, None if isinstance(p, np.ndarray) and p.shape[0] == 1 else NB)
-    return ids, Hp.shape[-1], Hp  # numpy, one row: buckets up to the largest id only
+    numpy = isinstance(p, np.ndarray)
+    Hp = hg.histogram(ids, p, None if numpy and p.shape[0] == 1 else NB)
+    NB = Hp.shape[-1]  # numpy, one row: buckets up to the largest id only
+    return ids, NB, Hp, hg.count_histogram(ids, NB) if numpy else None
 
 
 def _phase1(
@@ -191,7 +210,7 @@ def _phase1(
     B, V = p.shape
     numpy = isinstance(p, np.ndarray)
     ctx = law.setup(p, q, sq, xp)
-    ids, NB, Hp = shared if shared is not None else _shared(p, q)
+    ids, NB, Hp, Hn = shared if shared is not None else _shared(p, q)
     Hs = law.histograms(ids, q, ctx, NB)
     b0, b1 = 0, NB
     if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)
@@ -213,7 +232,7 @@ def _phase1(
     Hc = None
     if "cnt" in law.uses:  # tokens per bucket: every finite ratio has q > 0, and a q = 0 token
         # (ratio +inf or NaN, the last buckets) only follows every positive mass in the chain
-        Hc = hg.count_histogram(ids, NB)[:, b0:b1]
+        Hc = (Hn if Hn is not None else hg.count_histogram(ids, NB))[:, b0:b1]
     nb = b1 - b0
     uses = law.uses
     P_b = _excl(Hp, xp)
@@ -262,7 +281,12 @@ def _phase1(
 
 
 def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
-    """Statistic at each survivor: its bucket's boundary value plus the run's sum up to it."""
+    """Statistic at each survivor: its bucket's boundary value plus the run's sum up to it.
+
+    ``first`` is None when every survivor lies in one bucket (one run, starting at 0).
+    """
+    if first is None:
+        return xp.cumulative_sum(x, axis=-1) + bk.take_rows(boundary, bs[:, :1])
     E = bk.exclusive(xp.cumulative_sum(x, axis=-1), xp)  # E[j] = sum of the first j terms
     return (bk.take_rows(boundary, bs) - bk.take_rows(E, first)) + E[:, 1:]
 
@@ -278,16 +302,27 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
     uses = law.uses
     if C > 0:
         idx, valid = hg.compact(st["mask"], C)
+        full = isinstance(valid, np.ndarray) and B == 1  # numpy, one row: every slot is filled
         ps, qs = bk.take_rows(p, idx), bk.take_rows(q, idx)
-        ks = xp.where(valid, sort_key(ps, qs), xp.full_like(ps, float("nan")))
-        perm = bk.stable_argsort(ks)
-        idx, valid = bk.take_rows(idx, perm), bk.take_rows(valid, perm)
-        ps, qs = bk.take_rows(ps, perm), bk.take_rows(qs, perm)
-        bs = xp.where(valid, bk.take_rows(ids, idx) - b0, xp.full_like(idx, nb))
-        zero = xp.zeros_like(ps)
-        ps = xp.where(valid, ps, zero) / st["sp"][:, None]
-        qs = xp.where(valid, qs, zero)
-        first = bk.searchsorted_rows(bs, bs, "left")  # the start of each survivor's run
+        ks = sort_key(ps, qs)
+        if not full:
+            ks = xp.where(valid, ks, xp.full_like(ps, float("nan")))
+        # ties in p/q may come in any order (T7), except among the heavy tokens, whose chain
+        # order (by p/q, then index) the law fixed in its setup: a stable sort keeps it
+        perm = bk.stable_argsort(ks) if ctx.get("heavy_ties", True) else bk.argsort(ks)
+        idx, ps, qs = bk.take_rows(idx, perm), bk.take_rows(ps, perm), bk.take_rows(qs, perm)
+        bs = bk.take_rows(ids, idx) - b0
+        if full:
+            ps = ps / st["sp"][:, None]
+        else:
+            valid = bk.take_rows(valid, perm)
+            bs = xp.where(valid, bs, xp.full_like(idx, nb))
+            zero = xp.zeros_like(ps)
+            ps = xp.where(valid, ps, zero) / st["sp"][:, None]
+            qs = xp.where(valid, qs, zero)
+        one_run = full and int(bs[0, 0]) == int(bs[0, -1])  # sorted: one surviving bucket
+        # the start of each survivor's run (None: a single run)
+        first = None if one_run else bk.searchsorted_rows(bs, bs, "left")
         heavy = ctx["heavy"]
         hf = bk.isin_rows(idx, heavy) & valid
         P_s = _continued(st["P_b"], bs, ps, first, xp)
@@ -309,7 +344,7 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
         if "cnt" in uses:
             cnt_s = _continued(st["cnt_b"], bs, xp.astype(qs > 0, xp.int64), first, xp)
         Q_s, err_s = law.Q(ctx, L_s, seg_s, qc_s, lam_s, cnt_s, st["depth"] + C)
-        f_s = xp.where(valid, P_s - Q_s, xp.full_like(P_s, float("inf")))
+        f_s = P_s - Q_s if full else xp.where(valid, P_s - Q_s, xp.full_like(P_s, float("inf")))
         ms = xp.min(f_s, axis=-1)
         from_s = ms < UB
         best = xp.minimum(UB, ms)

@@ -52,11 +52,19 @@ __all__ = ["CHAINS", "chain_for", "KAPPA_MAX"]
 KAPPA_MAX: float = 1e3
 
 
-def _heavy_in_chain_order(idx: Any, p: Any, q: Any) -> Any:
-    """Heavy token indices (B, h) sorted by (p/q, index): the order the chain adds them."""
+def _heavy_in_chain_order(idx: Any, p: Any, q: Any, ctx: dict[str, Any]) -> Any:
+    """Heavy token indices (B, h) sorted by (p/q, index): the order the chain adds them.
+
+    Sets ``ctx["heavy_ties"]``: whether two heavy tokens share a ratio (then the survivors
+    must be sorted stably to keep this order; numpy checks, torch assumes so).
+    """
     idx = bk.sort_int(idx)
     key = sort_key(bk.take_rows(p, idx), bk.take_rows(q, idx))
-    return bk.take_rows(idx, bk.stable_argsort(key))
+    order = bk.stable_argsort(key)
+    if isinstance(key, np.ndarray):
+        ks = np.sort(key, axis=-1)
+        ctx["heavy_ties"] = bool(np.any(ks[:, 1:] == ks[:, :-1]))
+    return bk.take_rows(idx, order)
 
 
 def _top(q: Any, h: int) -> tuple[Any, Any]:
@@ -105,7 +113,8 @@ class Chain:
         ``scale`` (B,) with :math:`q_{light}(H)/\\sum q = \\text{scale} \\cdot \\Lambda_0(H)`."""
         B = q.shape[0]
         empty = xp.zeros((B, 0), dtype=xp.int64, device=getattr(q, "device", None))
-        return {"heavy": empty, "hq": xp.zeros((B, 0), dtype=q.dtype), "scale": 1.0 / sq}
+        hq = xp.zeros((B, 0), dtype=q.dtype)
+        return {"heavy": empty, "hq": hq, "scale": 1.0 / sq, "heavy_ties": False}
 
     def stats(self, q: Any, ctx: dict[str, Any], heavy_flags: Any = None) -> list[Any]:
         """Per-token weights :math:`w_s` (heavy entries 0) of the raw q values given."""
@@ -139,7 +148,8 @@ class Without2(Chain):
 
     def setup(self, p, q, sq, xp):
         a = xp.argmax(q, axis=-1)[:, None]
-        return {"heavy": a, "hq": bk.take_rows(q, a) / sq[:, None], "scale": 1.0 / sq, "sq": sq}
+        hq = bk.take_rows(q, a) / sq[:, None]
+        return {"heavy": a, "hq": hq, "scale": 1.0 / sq, "sq": sq, "heavy_ties": False}
 
     def stats(self, q, ctx, heavy_flags=None):
         xp = bk.namespace(q)
@@ -172,7 +182,8 @@ class ConditionalPoisson(Chain):
         light = vals.shape[-1] > h
         tau = vals[:, h] if light else xp.zeros_like(sq)
         tau = xp.where(tau > 0, tau, xp.ones_like(tau))  # no light mass: stats are all 0
-        heavy = _heavy_in_chain_order(idx[:, :h], p, q)
+        ctx: dict[str, Any] = {}
+        heavy = _heavy_in_chain_order(idx[:, :h], p, q, ctx)
         hq = bk.take_rows(q, heavy) / sq[:, None]
         # E_s(z) = prod over the first s heavy tokens (chain order) of (1 + z q), degree <= n
         E0 = xp.zeros((q.shape[0], n + 1), dtype=q.dtype, device=getattr(q, "device", None))
@@ -181,13 +192,8 @@ class ConditionalPoisson(Chain):
             prev = E[-1]
             shifted = xp.concat([xp.zeros_like(prev[:, :1]), prev[:, :-1]], axis=-1)
             E.append(prev + hq[:, i : i + 1] * shifted)
-        return {
-            "heavy": heavy,
-            "hq": hq,
-            "tau": tau,
-            "scale": tau / sq,
-            "EA": xp.stack(E, axis=1),  # (B, h + 1, n + 1)
-        }
+        ctx.update(heavy=heavy, hq=hq, tau=tau, scale=tau / sq, EA=xp.stack(E, axis=1))
+        return ctx  # EA: (B, h + 1, n + 1)
 
     def _u(self, q, ctx, heavy_flags):
         xp = bk.namespace(q)
@@ -263,8 +269,10 @@ class WithoutSeries(Chain):
         qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]
         m_plan, K = PLANS[self.n]
         m = min(m_plan, q.shape[-1])
-        order = lambda idx: _heavy_in_chain_order(idx, p, q)  # noqa: E731
+        ties: dict[str, Any] = {}
+        order = lambda idx: _heavy_in_chain_order(idx, p, q, ties)  # noqa: E731
         ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True)
+        ctx.update(ties)
         hq = xp.astype(bk.take_rows(q, ctx["heavy"]), xp.float64) / ctx_sq(sq, xp)[:, None]
         ctx.update(hq=hq, scale=ctx["tau"], sq=ctx_sq(sq, xp))
         return ctx

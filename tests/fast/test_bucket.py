@@ -110,20 +110,41 @@ def _value(p: np.ndarray, q: np.ndarray, H: np.ndarray, kernel: str, n: int) -> 
     return float(p[H].sum() + 1 - (Q[0, k - 1] if k else 0.0))
 
 
-def test_one_bucket_falls_back_to_the_sort():
-    """Half the tokens in one bucket (ratios 0.5 (1 + 1e-4 u)) and the optimum inside it: the
-    row is sorted instead (its survivors exceed MAX_FRACTION of V), with the sorting path's α*."""
-    rng = np.random.default_rng(2)
-    q = rng.dirichlet(np.ones(5000))
-    low = np.arange(5000) < 2500
-    p = q * np.where(low, 0.5 * (1.0 + 1e-4 * rng.random(5000)), 1.5)
-    p /= p.sum()
-    law = chain.chain_for("with", 2)
+def _dense_bucket_row(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """3,000 of 5,000 tokens in one bucket (ratios near 0.8, q mass 0.02) holding the optimum of
+    with replacement, n = 2 (where p/q crosses Q'(s) = 2 q(H) = 0.78..0.82 inside it): 1,000
+    tokens of ratio ~0 (q mass 0.39) before it, 1,000 of ratio 1.5..1.85 after it."""
+    blocks = [(1000, 0.39, 1e-6, 2e-6), (3000, 0.02, 0.79, 0.81), (1000, 0.59, 1.5, 1.85)]
+    qs, ps = [], []
+    for size, mass, lo, hi in blocks:
+        qb = rng.dirichlet(np.ones(size)) * mass
+        qs.append(qb)
+        ps.append(qb * rng.uniform(lo, hi, size))
+    q, p = np.concatenate(qs), np.concatenate(ps)
+    perm = rng.permutation(5000)
+    return p[perm] / p.sum(), q[perm] / q.sum()
+
+
+def test_many_survivors_scanned_or_sorted(monkeypatch):
+    """A bucket holding 60% of the tokens and the optimum: sorted at once (its fullest bucket
+    exceeds DENSE_FRACTION), or, with that check off, scanned (survivors below MAX_FRACTION), or
+    sorted after the bounds (survivors above MAX_FRACTION): always the sorting path's α*."""
+    p, q = _dense_bucket_row(np.random.default_rng(2))
     one = np.ones(1)
-    st = bucket._phase1(p[None], q[None], one, one, law, np)
-    assert st["fallback"][0] and st["counts"][0] > bucket.MAX_FRACTION * 5000
-    a = alpha_star(p, q, n=2, scheme="with", path="bucket")
-    assert abs(a - alpha_star(p, q, n=2, scheme="with", path="sort")) <= 1e-15
+    ref = alpha_star(p, q, n=2, scheme="with", path="sort")
+    assert ref < 0.95  # the optimum is a proper prefix, inside the dense bucket
+    calls = []
+    real = bucket._phase1
+    monkeypatch.setattr(bucket, "_phase1", lambda *a: calls.append(1) or real(*a))
+    assert abs(alpha_star(p, q, n=2, scheme="with", path="bucket") - ref) <= 1e-14
+    assert not calls  # sorted before the law's statistics
+    monkeypatch.setattr(bucket, "DENSE_FRACTION", 1.0)
+    for fraction, falls_back in ((bucket.MAX_FRACTION, False), (0.1, True)):
+        monkeypatch.setattr(bucket, "MAX_FRACTION", fraction)
+        st = real(p[None], q[None], one, one, chain.chain_for("with", 2), np)
+        assert 3000 <= st["counts"][0] <= 3200 and bool(st["fallback"][0]) == falls_back
+        a = alpha_star(p, q, n=2, scheme="with", path="bucket")
+        assert abs(a - ref) <= 1e-14, (fraction, a - ref)
 
 
 @pytest.mark.parametrize("scheme", ["with", "without", "conditional-poisson"])
