@@ -251,6 +251,14 @@ class DraftLaw:
         """An upper bound on the number of token sets S with :math:`w_S > 0`, without building them."""
         return self.support_size_bound()
 
+    def _guard_set_table(self, hint: str = "use method='fast'") -> None:
+        """Refuse a set table above MAX_SETS sets or MAX_SET_WORK terms, before building it."""
+        from ._sets import MAX_SET_WORK, MAX_SETS
+
+        what = f"the token sets of {self!r}"
+        V_.check_size(self.set_count_bound(), MAX_SETS, what, hint)
+        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, hint)
+
     def set_weight_table(self, exact: bool | None = None):
         r"""The set weights :math:`w_S = \Pr[\{\bar i_1, \dots, \bar i_n\} = S]` as a table.
 

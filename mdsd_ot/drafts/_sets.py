@@ -25,6 +25,7 @@ __all__ = [
     "count_sets",
     "sorted_sets",
     "covering_weights",
+    "product_tuples",
     "MAX_SETS",
     "MAX_TUPLES",
     "MAX_SET_WORK",
@@ -80,6 +81,21 @@ class SetWeights(Mapping):
         w = np.asarray(weights, dtype=np.float64)
         keep = w > 0
         return cls(np.asarray(members)[keep], w[keep], False, V, error)
+
+    @classmethod
+    def from_blocks(
+        cls, blocks: list[tuple[np.ndarray, Any]], n: int, exact: bool, V: int, error: float = 0.0
+    ):
+        """A table from blocks ``(members (K, k), weights (K,))`` of sets of one size k each
+        (members are padded with -1 to n columns)."""
+        if not blocks:
+            return cls.build(np.zeros((0, n), np.int64), [] if exact else np.zeros(0), exact, V)
+        members = np.concatenate(
+            [np.pad(m, ((0, 0), (0, n - m.shape[1])), constant_values=-1) for m, _ in blocks]
+        )
+        if exact:
+            return cls.build(members, [x for _, w in blocks for x in w], True, V)
+        return cls.build(members, np.concatenate([w for _, w in blocks]), False, V, error)
 
     def _as_dict(self) -> dict[frozenset, Any]:
         if self._dict is None:
@@ -250,3 +266,22 @@ def covering_weights(mem: np.ndarray, draws: list[np.ndarray], exact: bool) -> n
                 new[:, b | bit] = new[:, b | bit] + state[:, b] * qc
         state = new
     return state[:, -1]
+
+
+def product_tuples(
+    sup: np.ndarray, cols: list[np.ndarray], *, distinct: bool, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The tuples over ``sup`` (pairwise distinct ones if ``distinct``) and their weights
+    :math:`\prod_j \mathrm{cols}_j(\bar i_j)` (positive ones only), after the size guard."""
+    from .. import _validate as V_
+
+    n = len(cols)
+    V_.check_size(len(sup) ** n, MAX_TUPLES, what, TUPLE_HINT)
+    t = grid(sup, n)
+    if distinct:
+        t = t[distinct_rows(t)]
+    w = np.ones(len(t))
+    for j, c in enumerate(cols):
+        w *= c[t[:, j]]
+    keep = w > 0
+    return t[keep], w[keep]

@@ -14,17 +14,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import _validate as V_
 from ._base import _EPS, Number, QLaw, as_rng, one
 from ._sets import (
-    MAX_SET_WORK,
-    MAX_SETS,
-    MAX_TUPLES,
-    TUPLE_HINT,
     SetWeights,
     combinations,
-    distinct_rows,
-    grid,
+    product_tuples,
 )
 from .sampling import ConditionalPoissonTable
 
@@ -113,31 +107,22 @@ class ConditionalPoisson(QLaw):
     def set_weight_table(self, exact=None):
         r"""Closed form :math:`w_S = \prod_{i \in S} q(i) / e_n(q)` for |S| = n."""
         ex = self.rational if exact is None else exact
+        self._guard_set_table()
         sup, n = self.support(), self.n
-        what = f"the token sets of {self!r}"
-        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='fast'")
-        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='fast'")
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
         mem = sup[combinations(len(sup), n)]
         w = np.full(len(mem), one(ex), dtype=q.dtype)
         for j in range(n):
             w = w * q[mem[:, j]]
         w = w / self.e(n, None, ex)
-        if ex:
-            return SetWeights.build(mem, list(w), True, self.V)
         err = (2 * n + 2 * len(sup) + 2) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return SetWeights.build(mem, w, False, self.V, err)
+        return SetWeights.from_blocks([(mem, w)], n, ex, self.V, err)
 
     def tuple_weights(self, *, with_error=False):
         r"""Vectorised :math:`\prod_j q(\bar i_j) / (n!\, e_n(q))` over ordered distinct tuples."""
         n, sup = self.n, self.support()
-        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
-        t = grid(sup, n)
-        t = t[distinct_rows(t)]
-        w = np.ones(len(t))
-        for j in range(n):
-            w *= self.q[t[:, j]]
+        what = f"the draft tuples of {self!r}"
+        t, w = product_tuples(sup, [self.q] * n, distinct=True, what=what)
         w /= self.e(n, None, False) * math.factorial(n)
-        keep = w > 0
         err = (3 * n + 2 * len(sup) + 2) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])
+        return (t, w, err) if with_error else (t, w)

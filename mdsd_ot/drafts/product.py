@@ -12,15 +12,11 @@ import numpy as np
 from .. import _validate as V_
 from ._base import _EPS, DraftLaw, Number, Vector, as_rng, fmt, one, zero
 from ._sets import (
-    MAX_SET_WORK,
-    MAX_SETS,
-    MAX_TUPLES,
-    TUPLE_HINT,
     SetWeights,
     combinations,
     count_sets,
     covering_weights,
-    grid,
+    product_tuples,
 )
 from .sampling import InverseCDF
 
@@ -141,34 +137,25 @@ class Product(DraftLaw):
         cancellation), and the work is :math:`n\,k\,2^k` per set of size k, whatever n.
         """
         ex = self.rational if exact is None else exact
+        self._guard_set_table("use method='subset'")
         sup, n = self._support(), self.n
-        what = f"the token sets of {self!r}"
-        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='subset'")
-        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='subset'")
         dt = object if ex else np.float64
         qs = [np.array(list(self.qvals(j, ex)), dtype=dt) for j in range(n)]
-        mems, ws = [], []
-        for k in self._sizes():
-            mem = sup[combinations(len(sup), k)]
-            mems.append(np.pad(mem, ((0, 0), (0, n - k)), constant_values=-1))
-            ws.append(covering_weights(mem, qs, ex))
-        members = np.concatenate(mems) if mems else np.zeros((0, n), np.int64)
-        if ex:
-            return SetWeights.build(members, [x for w in ws for x in w], True, self.V)
+        blocks = [
+            (mem, covering_weights(mem, qs, ex))
+            for mem in (sup[combinations(len(sup), k)] for k in self._sizes())
+        ]
         # each draw multiplies once and adds at most 2k positive terms into a state: relative
         # error <= n (2k + 1) eps on every w_S, and sum_S w_S <= 1
         kmax = max(self._sizes(), default=0)
         err = n * (2 * kmax + 1) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return SetWeights.build(members, np.concatenate(ws), False, self.V, err)
+        return SetWeights.from_blocks(blocks, n, ex, self.V, err)
 
     def tuple_weights(self, *, with_error=False):
         r"""Vectorised :math:`\prod_j q_j(\bar i_j)` over the support tuples."""
-        n, sup = self.n, self._support()
-        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
-        t = grid(sup, n)
-        w = np.ones(len(t))
-        for j in range(n):
-            w *= self.qs[j][t[:, j]]
-        keep = w > 0
+        n = self.n
+        t, w = product_tuples(
+            self._support(), self.qs, distinct=False, what=f"the draft tuples of {self!r}"
+        )
         err = (n + 1) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])
+        return (t, w, err) if with_error else (t, w)

@@ -7,19 +7,14 @@ import math
 
 import numpy as np
 
-from .. import _validate as V_
 from ._base import _EPS, QLaw, as_rng, one, zero
 from ._sets import (
-    MAX_SET_WORK,
-    MAX_SETS,
-    MAX_TUPLES,
-    TUPLE_HINT,
     SetWeights,
     combinations,
     compositions,
     count_sets,
     covering_weights,
-    grid,
+    product_tuples,
 )
 from .sampling import inverse_cdf_table
 
@@ -98,13 +93,10 @@ class WithReplacement(QLaw):
         would overflow a float, the DP is used.
         """
         ex = self.rational if exact is None else exact
-        sup = self.support()
-        what = f"the token sets of {self!r}"
-        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='fast'")
-        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='fast'")
+        self._guard_set_table()
+        sup, n = self.support(), self.n
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
-        n = self.n
-        mems, ws, err = [], [], 0.0
+        blocks, err = [], 0.0
         for k in self._sizes():
             mem = sup[combinations(len(sup), k)]
             if self._route(k, ex) == "dp":
@@ -122,22 +114,15 @@ class WithReplacement(QLaw):
                     w = w + term
                     terms += 1
                 err += (2 * n + terms) * _EPS
-            mems.append(np.pad(mem, ((0, 0), (0, n - k)), constant_values=-1))
-            ws.append(w)
-        members = np.concatenate(mems) if mems else np.zeros((0, n), np.int64)
-        if ex:
-            return SetWeights.build(members, [x for w in ws for x in w], True, self.V)
+            blocks.append((mem, w))
         err += (n + 1) * (self.V + 1) * _EPS  # floats vs the exact rationals they denote
-        return SetWeights.build(members, np.concatenate(ws), False, self.V, err)
+        return SetWeights.from_blocks(blocks, n, ex, self.V, err)
 
     def tuple_weights(self, *, with_error=False):
         r"""Vectorised :math:`\prod_j q(\bar i_j)` over the support tuples."""
-        n, sup = self.n, self.support()
-        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
-        t = grid(sup, n)
-        w = np.ones(len(t))
-        for j in range(n):
-            w *= self.q[t[:, j]]
-        keep = w > 0
+        n = self.n
+        t, w = product_tuples(
+            self.support(), [self.q] * n, distinct=False, what=f"the draft tuples of {self!r}"
+        )
         err = (n + 1) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])
+        return (t, w, err) if with_error else (t, w)

@@ -23,18 +23,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _validate as V_
 from ._base import _EPS, QLaw, as_rng, one, zero
 from ._sets import (
-    MAX_SET_WORK,
-    MAX_SETS,
-    MAX_TUPLES,
-    TUPLE_HINT,
     SetWeights,
     combinations,
     complement_sums,
-    distinct_rows,
-    grid,
+    product_tuples,
 )
 from .sampling import InverseCDF
 
@@ -196,10 +190,8 @@ class WithoutReplacement(QLaw):
     def set_weight_table(self, exact=None):
         r""":math:`w_S` = the sum over the n! orders of S of the sequential probability."""
         ex = self.rational if exact is None else exact
+        self._guard_set_table()
         sup, n = self.support(), self.n
-        what = f"the token sets of {self!r}"
-        V_.check_size(self.set_count_bound(), MAX_SETS, what, "use method='fast'")
-        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, "use method='fast'")
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
         mem = sup[combinations(len(sup), n)]
         w = np.zeros(len(mem), dtype=q.dtype)
@@ -208,18 +200,15 @@ class WithoutReplacement(QLaw):
             term, te = sequence_probabilities(q, mem[:, list(perm)])
             w = w + term
             e = e + te
-        if ex:
-            return SetWeights.build(mem, list(w), True, self.V)
         err = float(e.sum()) + math.factorial(n) * _EPS + (n + 1) * (self.V + 1) * _EPS
-        return SetWeights.build(mem, w, False, self.V, err)
+        return SetWeights.from_blocks([(mem, w)], n, ex, self.V, err)
 
     def tuple_weights(self, *, with_error=False):
         """Vectorised sequential probabilities of the ordered distinct support tuples."""
         n, sup = self.n, self.support()
-        V_.check_size(len(sup) ** n, MAX_TUPLES, f"the draft tuples of {self!r}", TUPLE_HINT)
-        t = grid(sup, n)
-        t = t[distinct_rows(t)]
+        what = f"the draft tuples of {self!r}"
+        t, _ = product_tuples(sup, [self.q] * n, distinct=True, what=what)
         w, e = sequence_probabilities(self.q, t)
         keep = w > 0
-        err = float(e.sum()) + (n + 1) * (self.V + 1) * _EPS
+        err = float(e[keep].sum()) + (n + 1) * (self.V + 1) * _EPS
         return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])
