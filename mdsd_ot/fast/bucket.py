@@ -123,12 +123,23 @@ def solve_bucketed(
     B, V = p.shape
     law = chain_for(kernel, n)
     shared = shared if shared is not None else _shared(p, q)
-    if shared[3] is not None and bool(np.all(shared[3].max(axis=-1) > DENSE_FRACTION * V)):
-        # numpy: one bucket holds most of the row; its bounds could not save the sort, so sort
-        # now (what was spent: one division, one shift and two bincounts)
-        a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
-        return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
-    st = _phase1(p, q, sp, sq, law, xp, shared)
+    if isinstance(shared[3], str):  # numpy: every ratio equal, the chain one block of ties
+        # P is linear and Q convex along it (T5), so f = P - Q is concave and its minimum is
+        # at an end: f(empty) = 0 = f(everything), alpha* = 1 with the empty set (T7)
+        alpha = xp.ones((B,), dtype=p.dtype)
+        H = xp.zeros((B, V), dtype=xp.bool) if return_set else None
+        return alpha, H, xp.zeros((B,), dtype=xp.float64)
+    exact = None
+    if shared[3] is not None and B == 1 and shared[3].max() > DENSE_FRACTION * V:
+        # numpy: one bucket holds most of the row.  If all its ratios are equal, the objective
+        # is concave along it (P linear, Q convex): its ends bound it exactly.  Otherwise its
+        # bounds could not spare the sort, so sort now (what was spent: one division, one
+        # shift and two bincounts).
+        exact = _equal_ratio_bucket(p, q, shared[0], int(np.argmax(shared[3][0])))
+        if exact is None:
+            a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
+            return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
+    st = _phase1(p, q, sp, sq, law, xp, shared, exact)
     # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
     counts, fallback = bk.to_host(st["counts"], st["fallback"])
     counts, fallback = counts.astype(np.int64), fallback.astype(bool)
@@ -191,22 +202,36 @@ def _survivor_mask(survive: np.ndarray, ids: np.ndarray, b0: int, NB: int) -> np
     return bk.take_rows(table, ids)
 
 
+def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] | None:
+    """(b, r) when every token of bucket b of the one numpy row has the ratio r, else None."""
+    sel = np.flatnonzero(ids[0] == b)
+    key = sort_key(p[0, sel], q[0, sel])
+    lo, hi = float(key.min()), float(key.max())
+    return (b, lo) if lo == hi and np.isfinite(lo) else None
+
+
 def _shared(p: Any, q: Any) -> tuple[Any, int, Any, Any]:
     """What every law shares: the bucket of every token, the number of buckets, p's histogram
     and (numpy) the number of tokens per bucket."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
-    ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
     numpy = isinstance(p, np.ndarray)
+    one_ratio = numpy and bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
+    ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
+    if one_ratio:  # every ratio equal and finite: one tie block (see solve_bucketed)
+        return ids, NB, None, "one ratio"
     Hp = hg.histogram(ids, p, None if numpy and p.shape[0] == 1 else NB)
     NB = Hp.shape[-1]  # numpy, one row: buckets up to the largest id only
     return ids, NB, Hp, hg.count_histogram(ids, NB) if numpy else None
 
 
 def _phase1(
-    p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any, shared: Any = None
+    p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any, shared: Any = None, exact: Any = None
 ) -> dict[str, Any]:
-    """Histograms, boundary values, bounds and the survivor mask; no host synchronisation."""
+    """Histograms, boundary values, bounds and the survivor mask; no host synchronisation.
+
+    ``exact`` = (bucket, ratio): that bucket's ratios are all equal (its edges become the
+    ratio itself, and its bound the smaller end value)."""
     B, V = p.shape
     numpy = isinstance(p, np.ndarray)
     ctx = law.setup(p, q, sq, xp)
@@ -249,6 +274,9 @@ def _phase1(
     UB = xp.min(f_b, axis=-1)
 
     lo, hi = hg.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0, b1)
+    if exact is not None and b0 <= exact[0] < b1:
+        lo, hi = lo.copy(), hi.copy()
+        lo[exact[0] - b0] = hi[exact[0] - b0] = exact[1]
     if not numpy:
         lo = bk.const(p, ("bucket-lo", SUB_BITS, HALF_WINDOW, b0, b1), lambda: lo)
         hi = bk.const(p, ("bucket-hi", SUB_BITS, HALF_WINDOW, b0, b1), lambda: hi)
@@ -257,8 +285,9 @@ def _phase1(
         rlo = xp.astype(lo, f_b.dtype) * c * (1 - 4 * _U)
         rhi = xp.astype(hi, f_b.dtype) * c * (1 + 4 * _U)
         finite = xp.isfinite(rhi)
-        gap = xp.where(finite, rhi - rlo, xp.ones_like(rhi))
-        t = xp.where(finite, (xp.where(finite, rhi, xp.zeros_like(rhi)) * qmass - Hp) / gap, qmass)
+        open_ = finite & (rhi > rlo)  # a bucket of one ratio: P is linear, t = q_b will do
+        gap = xp.where(open_, rhi - rlo, xp.ones_like(rhi))
+        t = xp.where(open_, (xp.where(finite, rhi, xp.zeros_like(rhi)) * qmass - Hp) / gap, qmass)
         t = xp.minimum(xp.maximum(t, xp.zeros_like(t)), qmass)
         frac = xp.where(qmass > 0, t / xp.where(qmass > 0, qmass, xp.ones_like(qmass)), t * 0)
         chord = Q_b[:, :-1] + (Q_b[:, 1:] - Q_b[:, :-1]) * frac
