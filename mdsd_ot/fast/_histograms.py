@@ -20,6 +20,8 @@ import numpy as np
 from array_api_compat import is_numpy_array
 
 __all__ = [
+    "survivor_mask",
+    "scatter_or",
     "float_layout",
     "ratio_buckets",
     "bucket_edges",
@@ -166,3 +168,31 @@ def compact(mask: Any, capacity: int) -> tuple[Any, Any]:
     idx.scatter_(1, dest, cols)
     valid = torch.arange(capacity, device=mask.device)[None, :] < mask.sum(-1, keepdim=True)
     return idx[:, :capacity], valid
+
+
+def survivor_mask(survive: np.ndarray, ids: np.ndarray, b0: int, NB: int) -> np.ndarray:
+    """numpy: the tokens in surviving buckets (one comparison when the survivors form one run)."""
+    if survive.shape[0] == 1:
+        sb = np.flatnonzero(survive[0])
+        if sb.size == 0:
+            return np.zeros(ids.shape, dtype=bool)
+        if sb[-1] - sb[0] == sb.size - 1:  # one run of buckets
+            if sb.size == 1:
+                return ids == b0 + sb[0]
+            return (ids >= b0 + sb[0]) & (ids <= b0 + sb[-1])
+    table = np.zeros((survive.shape[0], NB), dtype=bool)
+    table[:, b0 : b0 + survive.shape[1]] = survive
+    return np.take(table.reshape(-1), ids + (np.arange(table.shape[0])[:, None] * table.shape[1]))
+
+
+def scatter_or(idx: Any, sel: Any, shape: tuple[int, int]) -> Any:
+    """A (B, V) mask, True at ``idx[b, j]`` where ``sel[b, j]`` (duplicate indices allowed)."""
+    if isinstance(idx, np.ndarray):
+        out = np.zeros(shape, dtype=bool)
+        r, c = np.nonzero(sel)
+        out[r, idx[r, c]] = True
+        return out
+    import torch
+
+    cnt = torch.zeros(shape, dtype=torch.int32, device=idx.device)
+    return cnt.scatter_add_(1, idx, sel.to(torch.int32)) > 0

@@ -187,21 +187,6 @@ def _merge(alpha, H, err, rows, a, h, e, xp):
     return alpha, H, err
 
 
-def _survivor_mask(survive: np.ndarray, ids: np.ndarray, b0: int, NB: int) -> np.ndarray:
-    """numpy: the tokens in surviving buckets (one comparison when the survivors form one run)."""
-    if survive.shape[0] == 1:
-        sb = np.flatnonzero(survive[0])
-        if sb.size == 0:
-            return np.zeros(ids.shape, dtype=bool)
-        if sb[-1] - sb[0] == sb.size - 1:  # one run of buckets
-            if sb.size == 1:
-                return ids == b0 + sb[0]
-            return (ids >= b0 + sb[0]) & (ids <= b0 + sb[-1])
-    table = np.zeros((survive.shape[0], NB), dtype=bool)
-    table[:, b0 : b0 + survive.shape[1]] = survive
-    return bk.take_rows(table, ids)
-
-
 def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] | None:
     """(b, r) when every token of bucket b of the one numpy row has the ratio r, else None."""
     sel = np.flatnonzero(ids[0] == b)
@@ -295,7 +280,7 @@ def _phase1(
     LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
     survive = LB < (UB - TOL)[:, None]
     if numpy:
-        mask = _survivor_mask(survive, ids, b0, NB)
+        mask = hg.survivor_mask(survive, ids, b0, NB)
     else:
         mask = bk.take_rows(survive, ids)
     counts = bk.count_true(mask)
@@ -391,19 +376,8 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
         thr = xp.where(from_s, b_star[:, 0] + b0, thr)
         pos = bk.arange_like(bs, C)[None, :]
         sel = valid & (bs == b_star) & (pos <= cs) & from_s[:, None]
-        extra = _scatter_or(idx, sel, (B, V), xp)
+        extra = hg.scatter_or(idx, sel, (B, V))
     H = ids < thr[:, None]
     if extra is not None:
         H = H | extra
     return alpha, H & (best < 0)[:, None], err
-
-
-def _scatter_or(idx: Any, sel: Any, shape: tuple[int, int], xp: Any) -> Any:
-    """A (B, V) mask, True at ``idx[b, j]`` where ``sel[b, j]`` (duplicate indices allowed)."""
-    if isinstance(idx, np.ndarray):
-        out = np.zeros(shape, dtype=bool)
-        r, c = np.nonzero(sel)
-        out[r, idx[r, c]] = True
-        return out
-    cnt = xp.zeros(shape, dtype=xp.int32, device=idx.device)
-    return cnt.scatter_add_(1, idx, xp.astype(sel, xp.int32)) > 0
