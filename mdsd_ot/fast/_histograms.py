@@ -123,12 +123,13 @@ def histogram(ids: Any, w: Any, nbins: int | None) -> Any:
     return out.scatter_add_(1, ids, w)
 
 
-def count_histogram(ids: Any, nbins: int) -> Any:
-    """Per-row number of entries in each bucket: a (B, nbins) array of the ids' dtype."""
+def count_histogram(ids: Any, nbins: int | None) -> Any:
+    """Per-row number of entries in each bucket: a (B, nbins) array of the ids' dtype
+    (``nbins=None``, numpy, one row: up to the largest id only)."""
     B = ids.shape[0]
     if is_numpy_array(ids):
         if B == 1:
-            return np.bincount(ids.reshape(-1), minlength=nbins)[None, :nbins]
+            return np.bincount(ids.reshape(-1), minlength=nbins or 0)[None, :]
         flat = ids + (np.arange(B, dtype=ids.dtype) * nbins)[:, None]
         return np.bincount(flat.reshape(-1), minlength=B * nbins).reshape(B, nbins)
     out = ids.new_zeros((B, nbins))

@@ -123,19 +123,20 @@ def solve_bucketed(
     B, V = p.shape
     law = chain_for(kernel, n)
     shared = shared if shared is not None else _shared(p, q)
-    if isinstance(shared[3], str):  # numpy: every ratio equal, the chain one block of ties
+    if shared["one_ratio"]:  # numpy: every ratio equal, the chain one block of ties
         # P is linear and Q convex along it (T5), so f = P - Q is concave and its minimum is
         # at an end: f(empty) = 0 = f(everything), alpha* = 1 with the empty set (T7)
         alpha = xp.ones((B,), dtype=p.dtype)
         H = xp.zeros((B, V), dtype=xp.bool) if return_set else None
         return alpha, H, xp.zeros((B,), dtype=xp.float64)
     exact = None
-    if shared[3] is not None and B == 1 and shared[3].max() > DENSE_FRACTION * V:
+    Hn = shared["Hn"]
+    if Hn is not None and B == 1 and Hn.max() > DENSE_FRACTION * V:
         # numpy: one bucket holds most of the row.  If all its ratios are equal, the objective
         # is concave along it (P linear, Q convex): its ends bound it exactly.  Otherwise its
         # bounds could not spare the sort, so sort now (what was spent: one division, one
         # shift and two bincounts).
-        exact = _equal_ratio_bucket(p, q, shared[0], int(np.argmax(shared[3][0])))
+        exact = _equal_ratio_bucket(p, q, shared["ids"], int(np.argmax(Hn[0])))
         if exact is None:
             a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
             return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
@@ -160,7 +161,7 @@ def solve_bucketed(
     return alpha, H, err
 
 
-def shared_buckets(p: Any, q: Any) -> tuple[Any, int, Any, Any]:
+def shared_buckets(p: Any, q: Any) -> dict[str, Any]:
     """One bucketing pass for several laws on the same rows (see :func:`solve_bucketed`)."""
     return _shared(p, q)
 
@@ -188,26 +189,33 @@ def _merge(alpha, H, err, rows, a, h, e, xp):
 
 
 def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] | None:
-    """(b, r) when every token of bucket b of the one numpy row has the ratio r, else None."""
-    sel = np.flatnonzero(ids[0] == b)
-    key = sort_key(p[0, sel], q[0, sel])
-    lo, hi = float(key.min()), float(key.max())
-    return (b, lo) if lo == hi and np.isfinite(lo) else None
+    """(b, r) when every token of bucket b of the one numpy row has the ratio r, else None.
+
+    The bucket holds a large share of the row, so its tokens among the first 4,096 decide
+    most cases at once; only a bucket whose sample is of one ratio is read in full."""
+    for head in (ids[0, :4096], ids[0]):
+        sel = np.flatnonzero(head == b)
+        key = sort_key(p[0, sel], q[0, sel])
+        if sel.size and key.min() != key.max():
+            return None
+    r = float(key.min()) if sel.size else np.nan
+    return (b, r) if np.isfinite(r) else None
 
 
-def _shared(p: Any, q: Any) -> tuple[Any, int, Any, Any]:
-    """What every law shares: the bucket of every token, the number of buckets, p's histogram
-    and (numpy) the number of tokens per bucket."""
+def _shared(p: Any, q: Any) -> dict[str, Any]:
+    """What every law shares: the bucket of every token and their number; (numpy) the number of
+    tokens per bucket, or ``one_ratio`` when every ratio is the same; p's histogram (``Hp``,
+    formed on first use by :func:`_phase1`)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
     numpy = isinstance(p, np.ndarray)
     one_ratio = numpy and bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
     ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    if one_ratio:  # every ratio equal and finite: one tie block (see solve_bucketed)
-        return ids, NB, None, "one ratio"
-    Hp = hg.histogram(ids, p, None if numpy and p.shape[0] == 1 else NB)
-    NB = Hp.shape[-1]  # numpy, one row: buckets up to the largest id only
-    return ids, NB, Hp, hg.count_histogram(ids, NB) if numpy else None
+    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "one_ratio": one_ratio}
+    if numpy and not one_ratio:
+        out["Hn"] = hg.count_histogram(ids, None if p.shape[0] == 1 else NB)
+        out["NB"] = out["Hn"].shape[-1]  # one row: buckets up to the largest id only
+    return out
 
 
 def _phase1(
@@ -220,7 +228,11 @@ def _phase1(
     B, V = p.shape
     numpy = isinstance(p, np.ndarray)
     ctx = law.setup(p, q, sq, xp)
-    ids, NB, Hp, Hn = shared if shared is not None else _shared(p, q)
+    shared = shared if shared is not None else _shared(p, q)
+    ids, NB, Hn = shared["ids"], shared["NB"], shared["Hn"]
+    if shared["Hp"] is None:
+        shared["Hp"] = hg.histogram(ids, p, NB)
+    Hp = shared["Hp"]
     Hs = law.histograms(ids, q, ctx, NB)
     b0, b1 = 0, NB
     if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)
