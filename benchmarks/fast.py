@@ -163,7 +163,7 @@ def main() -> None:
                     "old": lambda s=s, n=n, p=p, q=q: alpha_star(p, q, n=n, scheme=s, path="sort"),
                 },
                 base,
-                max(3, R // 2),
+                R,
             )
             a_new = alpha_star(p, q, n=n, scheme=s)
             a_old = alpha_star(p, q, n=n, scheme=s, path="sort")

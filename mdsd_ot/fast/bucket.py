@@ -31,7 +31,7 @@ another order; ``tol`` = :data:`TOL` plus the law's own error bound).
 
 Scanning C survivors costs about what the sorting path costs on C tokens, so survivors are
 scanned even when they are many; a row is sorted instead when its fullest bucket holds more than
-:data:`DENSE_FRACTION` of V (known after the first histograms, before the law's statistics are
+the law's ``dense_fraction`` of V (known after the first histograms, before the law's statistics are
 formed: the worst case then costs the sort plus about a tenth), when its survivors exceed
 :data:`MAX_FRACTION` of V, or when the law cannot bound its error (conditional Poisson with an
 ill-conditioned light part).  numpy and torch run the same code; on torch the histograms are
@@ -57,7 +57,6 @@ __all__ = [
     "HALF_WINDOW",
     "TOL",
     "MAX_FRACTION",
-    "DENSE_FRACTION",
     "solve_bucketed",
     "shared_buckets",
     "supports",
@@ -71,9 +70,10 @@ HALF_WINDOW: int = 32
 TOL: float = 1e-13
 #: A row whose surviving buckets hold more than this share of V is sorted instead.
 MAX_FRACTION: float = 0.75
-#: numpy: rows whose fullest bucket holds more than this share of V are sorted at once, before
-#: the law's statistics are formed (the bounds could not spare much of the sort).
-DENSE_FRACTION: float = 0.4
+#: numpy: rows whose fullest bucket holds more than a share of V are sorted at once, before the
+#: law's statistics are formed (the bounds could not spare much of the sort); the share is the
+#: law's ``dense_fraction`` (:mod:`mdsd_ot.fast.chain`: 0.4, conditional Poisson 0.25, the
+#: sequential series 0.6).
 
 _U = 2.0**-53
 
@@ -131,7 +131,7 @@ def solve_bucketed(
         return alpha, H, xp.zeros((B,), dtype=xp.float64)
     exact = None
     Hn = shared["Hn"]
-    if Hn is not None and B == 1 and Hn.max() > DENSE_FRACTION * V:
+    if Hn is not None and B == 1 and Hn.max() > law.dense_fraction * V:
         # numpy: one bucket holds most of the row.  If all its ratios are equal, the objective
         # is concave along it (P linear, Q convex): its ends bound it exactly.  Otherwise its
         # bounds could not spare the sort, so sort now (what was spent: one division, one

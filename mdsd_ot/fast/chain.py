@@ -104,6 +104,9 @@ class Chain:
     #: the statistics Q reads at a point: "L" (light sums), "seg" (heavy count), "qc" (q(H)),
     #: "lam" (q outside H, as suffix sums) and "cnt" (number of positive masses in H)
     uses: frozenset[str] = frozenset({"L", "seg"})
+    #: a row whose fullest bucket holds more than this share of V is sorted at once (numpy):
+    #: scanning that many survivors would cost more than the sort (see mdsd_ot.fast.bucket)
+    dense_fraction: float = 0.4
 
     def __init__(self, n: int):
         self.n = n
@@ -174,6 +177,7 @@ class ConditionalPoisson(Chain):
     r"""Conditional Poisson: :math:`e_n(H)/e_n(\Sigma)`, n heavy tokens exact, Newton on the rest."""
 
     kernel = "conditional-poisson"
+    dense_fraction = 0.25  # its survivors cost the most per token (Newton at every point)
 
     def setup(self, p, q, sq, xp):
         n = self.n
@@ -264,6 +268,7 @@ class WithoutSeries(Chain):
 
     kernel = "without"
     uses = frozenset({"L", "seg", "lam", "cnt"})
+    dense_fraction = 0.6  # the sorting path evaluates the series at every token anyway
 
     def setup(self, p, q, sq, xp):
         qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]

@@ -127,7 +127,7 @@ def _dense_bucket_row(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]
 
 def test_many_survivors_scanned_or_sorted(monkeypatch):
     """A bucket holding 60% of the tokens and the optimum: sorted at once (its fullest bucket
-    exceeds DENSE_FRACTION), or, with that check off, scanned (survivors below MAX_FRACTION), or
+    exceeds the law's dense_fraction), or, with that check off, scanned (survivors below MAX_FRACTION), or
     sorted after the bounds (survivors above MAX_FRACTION): always the sorting path's α*."""
     p, q = _dense_bucket_row(np.random.default_rng(2))
     one = np.ones(1)
@@ -138,7 +138,7 @@ def test_many_survivors_scanned_or_sorted(monkeypatch):
     monkeypatch.setattr(bucket, "_phase1", lambda *a: calls.append(1) or real(*a))
     assert abs(alpha_star(p, q, n=2, scheme="with", path="bucket") - ref) <= 1e-14
     assert not calls  # sorted before the law's statistics
-    monkeypatch.setattr(bucket, "DENSE_FRACTION", 1.0)
+    monkeypatch.setattr(chain.With, "dense_fraction", 1.0)
     for fraction, falls_back in ((bucket.MAX_FRACTION, False), (0.1, True)):
         monkeypatch.setattr(bucket, "MAX_FRACTION", fraction)
         st = real(p[None], q[None], one, one, chain.chain_for("with", 2), np)
