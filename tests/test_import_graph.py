@@ -37,7 +37,7 @@ LAYERS: dict[str, int] = {
     "crosscheck": 10,
     "theory": 11,
     "cli": 12,
-    "__main__": 12,
+    "__main__": 13,  # python -m mdsd_ot: the command line (cli), on top like the facade
     "__init__": 13,
 }
 

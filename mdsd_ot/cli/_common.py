@@ -1,80 +1,187 @@
-"""Helpers shared by the CLI commands: reading vectors and reporting bad input."""
+"""What every command shares: the grammar's options, exit codes and the error handler.
+
+The grammar (``docs/cli.md``): ``--p``/``--q`` (inline or a file; ``--p-file``/``--q-file`` are
+the same options), ``-n``/``--drafts``, ``--scheme`` (names and help from
+:data:`mdsd_ot.drafts.SCHEMES`), ``--seed``, ``--json``, ``--out``.
+
+Exit codes: 0 success, 1 a check failed (a disagreement, a claim, a witness), 2 bad input (one
+line on stderr naming the option), 3 an internal error (one line; ``--debug`` shows the
+traceback), 130 interrupted.
+
+Examples
+--------
+>>> one_line("instance too large:\\n  needs 10 entries")
+'instance too large: needs 10 entries'
+>>> describe_os_error(FileNotFoundError(2, "No such file or directory", "x.npy"))
+'x.npy: No such file or directory'
+"""
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Callable
 from functools import wraps
-from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
-import numpy as np
 import typer
+
+from ..drafts import scheme_help
+from ._files import read_vector
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_FAILED",
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "DEBUG_ENV",
+    "DEFAULT_DRAFTS",
+    "SCHEME_HELP",
+    "cli_command",
+    "bad_input_exits_2",
+    "set_debug",
+    "debug_enabled",
+    "one_line",
+    "describe_os_error",
+    "fail",
+    "read_vector",
+    "POption",
+    "QOption",
+    "NOption",
+    "JsonOption",
+    "SeedOption",
+    "OutOption",
+    "check_drafts_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 
-def read_vector(text: str | None, name: str) -> Any:
-    """Read a vector from a comma list (``"0.5,0.5"`` or ``"1/2,1/2"``) or a .npy/.json file.
+#: Set this environment variable (to anything but "" or "0") for tracebacks, as ``--debug`` does.
+DEBUG_ENV = "MDSD_OT_DEBUG"
 
-    Rational entries (containing ``/``) are kept as strings so the exact methods see rationals.
+#: The number of drafts when ``-n`` is not given (SpecHub always uses 2).
+DEFAULT_DRAFTS = 2
+
+#: ``--scheme`` help: one line per registered law, from the registry (never a hand-written list).
+SCHEME_HELP = "Draft law. " + scheme_help()
+
+_STATE = {"debug": os.environ.get(DEBUG_ENV, "") not in ("", "0")}
+
+
+def set_debug(on: bool) -> None:
+    """Let errors raise with their traceback (``--debug``) instead of one line."""
+    _STATE["debug"] = bool(on)
+
+
+def debug_enabled() -> bool:
+    """Whether ``--debug`` (or :data:`DEBUG_ENV`) asked for tracebacks."""
+    return _STATE["debug"]
+
+
+def one_line(text: Any) -> str:
+    """The message on one line (whitespace runs, newlines included, become one space)."""
+    return " ".join(str(text).split())
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``FILE: reason`` for an operating-system error (missing file, permission, disk full)."""
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
+    name = exc.filename if exc.filename is not None else ""
+    return f"{name}: {reason}" if name else reason
+
+
+def fail(message: Any, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` as one line on stderr and exit with ``code``."""
+    typer.echo(f"error: {one_line(message)}", err=True)
+    raise typer.Exit(code)
+
+
+def cli_command(func: F) -> F:
+    """Decorator of every command: no traceback ever reaches the user.
+
+    A :class:`ValueError` (bad input: the validators name the argument and the fix) or an
+    :class:`OSError` (a file problem) prints one line and exits 2; any other exception is a bug:
+    one line, the hint ``run with --debug for the traceback``, exit 3.  With ``--debug`` the
+    exception propagates with its traceback.
     """
-    if text is None:
-        return None
-    path = Path(text)
-    if text.endswith((".npy", ".json")):
-        if not path.exists():
-            raise ValueError(f"--{name}: file {text} does not exist")
-        if text.endswith(".npy"):
-            return np.load(path, allow_pickle=False)
-        return json.loads(path.read_text())
-    parts = [s.strip() for s in text.split(",") if s.strip()]
-    if not parts:
-        raise ValueError(f"--{name}: give a comma-separated list of probabilities or a file")
-    if any("/" in s for s in parts):
-        return parts
-    try:
-        return [float(s) for s in parts]
-    except ValueError:
-        raise ValueError(
-            f"--{name}: cannot read {text!r}; give numbers like 0.2,0.8 or 1/5,4/5"
-        ) from None
-
-
-def bad_input_exits_2(func: F) -> F:
-    """Decorator for a command: a ValueError prints one line and exits with code 2."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # typer's own control flow and usage errors
+        except KeyboardInterrupt:
+            if debug_enabled():
+                raise
+            fail("interrupted", EXIT_INTERRUPTED)
         except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            if debug_enabled():
+                raise
+            fail(exc)
+        except OSError as exc:
+            if debug_enabled():
+                raise
+            fail(describe_os_error(exc))
+        except MemoryError:
+            if debug_enabled():
+                raise
+            fail("out of memory; give a smaller input (fewer rows, a smaller vocabulary or n)")
+        except Exception as exc:  # noqa: BLE001 - the last-resort handler
+            if debug_enabled():
+                raise
+            fail(
+                f"internal error ({type(exc).__name__}: {one_line(exc)}); run with --debug for "
+                "the traceback",
+                EXIT_INTERNAL,
+            )
 
     return wrapper  # type: ignore[return-value]
 
 
-# -- options shared by the commands that take one instance (crosscheck, solve) ---------------
-SCHEME_HELP = "with | without | conditional-poisson | product | greedy | spechub"
+#: The old name of :func:`cli_command` (kept: other modules and tests use it).
+bad_input_exits_2 = cli_command
 
+
+# -- the options of the grammar -------------------------------------------------------------
 POption = Annotated[
     str | None,
-    typer.Option("--p", help="Target p: comma list (0.2,0.8 or 1/5,4/5) or .npy/.json."),
+    typer.Option(
+        "--p",
+        "--p-file",
+        help="Target p: a comma list (0.2,0.8 or 1/5,4/5) or a file (.npy, .npz, .json, .pt, "
+        ".safetensors).",
+    ),
 ]
 QOption = Annotated[
     list[str] | None,
     typer.Option(
         "--q",
-        help="Draft q: comma list or .npy/.json. For --scheme product repeat it once "
-        "per draft, or give a .json list of lists.",
+        "--q-file",
+        help="Draft q: a comma list or a file, as --p. For a law with one q per draft (see "
+        "--scheme) repeat it once per draft, or give a file holding one q per row.",
     ),
 ]
-NOption = Annotated[int | None, typer.Option("-n", "--drafts", help="Number of drafts.")]
+NOption = Annotated[
+    int | None,
+    typer.Option("-n", "--drafts", help="Number of drafts.", show_default=str(DEFAULT_DRAFTS)),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the randomness, in [0, 2^63).")]
+OutOption = Annotated[
+    str | None, typer.Option("--out", help="Also write the full result (JSON) to this file.")
+]
 
 
 def check_drafts_option(n: int | None) -> None:
-    """Reject ``-n`` below 1 with the validator's kind of message."""
-    if n is not None and n < 1:
-        raise ValueError(f"-n: the number of drafts must be >= 1, got {n}")
+    """Reject ``-n`` outside [1, MAX_DRAFTS] with the validator's kind of message."""
+    from ._bounds import check_drafts
+
+    if n is not None:
+        check_drafts(n)

@@ -2,20 +2,22 @@ r"""``mdsd-ot alpha``: α* for a batch of positions from files (the fast solver,
 
 .. code-block:: text
 
-   mdsd-ot alpha --p-file P --q-file Q -n N --scheme S [--device cpu|cuda]
-                 [--dtype float32|float64] [--out FILE]
+   mdsd-ot alpha --p P --q Q [-n N] [--scheme S] [--device cpu|cuda]
+                 [--dtype float32|float64] [--out FILE] [--json]
 
-P and Q hold (B, V) (or (V,)) probability rows as ``.npy``, ``.pt`` (a tensor, or a dict with
-one tensor or a tensor under "p" / "q") or ``.safetensors`` (one tensor, or one named "p" /
-"q").  Without ``--device`` numpy inputs run on the numpy solver (float64); with ``--device``
-(or a ``.pt`` input) the torch solver runs on that device in ``--dtype``.  Prints the mean and
-quantiles of α* and the positions per second; ``--out`` saves α* (``.npy``, ``.pt``, ``.json``,
-``.csv`` or ``.txt``).
+P and Q hold (B, V) (or (V,)) probability rows: a comma list (one row), ``.npy``, ``.npz``,
+``.json``, ``.pt`` (a tensor, or a dict with one tensor or a tensor under
+"p" / "q") or ``.safetensors`` (one tensor, or one named "p" / "q"); ``--p-file``/``--q-file``
+are the same options.  Without ``--device`` numpy inputs run on the numpy solver (float64); with
+``--device`` (or a ``.pt`` input) the torch solver runs on that device in ``--dtype``.  Prints
+the mean and quantiles of α* and the positions per second (``--json``: one JSON object);
+``--out`` saves α* (``.npy``, ``.pt``, ``.json``, ``.csv`` or ``.txt``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,10 +25,30 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from ._common import bad_input_exits_2
+from ..drafts import FAST_SCHEMES, SCHEMES, scheme_help
+from ._common import (
+    DEFAULT_DRAFTS,
+    JsonOption,
+    OutOption,
+    check_drafts_option,
+    cli_command,
+)
+from ._files import atomic_write, check_output_file, read_rows
+
+#: The old name of :func:`mdsd_ot.cli._files.read_rows`.
+load_rows = read_rows
 
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
-FORMATS = (".npy", ".pt", ".safetensors")
+QUANTILE_NAMES = ("min", "5%", "25%", "50%", "75%", "95%", "max")
+#: File types ``--out`` writes.
+OUT_SUFFIXES = (".npy", ".pt", ".json", ".csv", ".txt")
+#: ``--scheme`` help: the fast solver's schemes, from the registry.
+FAST_SCHEME_HELP = (
+    "Draft law (the fast solver's). "
+    + scheme_help([s for s in FAST_SCHEMES if s in SCHEMES])
+    + "; single: one draft (n = 1)"
+)
+_DEVICE = re.compile(r"^(cpu|mps|cuda(:[0-9]+)?)$")
 
 
 def _torch():
@@ -39,55 +61,19 @@ def _torch():
     return torch
 
 
-def _pick(tensors: dict, name: str, path: Path) -> Any:
-    if len(tensors) == 1:
-        return next(iter(tensors.values()))
-    if name in tensors:
-        return tensors[name]
-    raise ValueError(
-        f"--{name}-file: {path} holds tensors {sorted(tensors)}; store one tensor, or one "
-        f"named {name!r}"
-    )
-
-
-def load_rows(path: Path, name: str) -> Any:
-    """Read one (B, V) or (V,) array from .npy / .pt / .safetensors (numpy or torch)."""
-    if not path.exists():
-        raise ValueError(f"--{name}-file: file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return np.load(path, allow_pickle=False)
-    if suffix == ".pt":
-        obj = _torch().load(path, map_location="cpu", weights_only=True)
-        return _pick(obj, name, path) if isinstance(obj, dict) else obj
-    if suffix == ".safetensors":
-        try:
-            from safetensors.numpy import load_file
-        except ImportError as exc:
-            raise ValueError(
-                "--p-file/--q-file: .safetensors needs the safetensors package; "
-                "pip install 'mdsd-ot[torch]'"
-            ) from exc
-        return _pick(load_file(str(path)), name, path)
-    raise ValueError(
-        f"--{name}-file: unsupported file type {suffix or path.name!r}; use one of "
-        f"{', '.join(FORMATS)}"
-    )
-
-
 def _save(out: Path, alpha: np.ndarray) -> None:
     suffix = out.suffix.lower()
     if suffix == ".npy":
-        np.save(out, alpha)
+        atomic_write(out, "--out", lambda fh: np.save(fh, alpha), binary=True)
     elif suffix == ".pt":
         torch = _torch()
-        torch.save(torch.from_numpy(alpha), out)
+        atomic_write(out, "--out", lambda fh: torch.save(torch.from_numpy(alpha), fh), binary=True)
     elif suffix == ".json":
-        out.write_text(json.dumps(alpha.tolist()))
+        atomic_write(out, "--out", lambda fh: fh.write(json.dumps(alpha.tolist())), binary=False)
     elif suffix in (".csv", ".txt"):
-        np.savetxt(out, alpha, fmt="%.17g")
+        atomic_write(out, "--out", lambda fh: np.savetxt(fh, alpha, fmt="%.17g"), binary=True)
     else:
-        raise ValueError(f"--out: unsupported file type {suffix!r}; use .npy, .pt, .json or .csv")
+        raise ValueError(f"--out: unsupported file type {suffix!r}; use {', '.join(OUT_SUFFIXES)}")
 
 
 def run_alpha(
@@ -101,6 +87,8 @@ def run_alpha(
     """Solve a batch; returns (α* as float64 ndarray of shape (B,), seconds, backend label)."""
     if dtype not in ("float32", "float64"):
         raise ValueError(f"--dtype: must be float32 or float64, got {dtype!r}")
+    if device is not None and not _DEVICE.match(device):
+        raise ValueError(f"--device: give cpu, cuda, cuda:N or mps, got {device!r}")
     is_tensor = type(p).__module__.startswith("torch") or type(q).__module__.startswith("torch")
     if device is None and not is_tensor:
         from ..fast import alpha_star
@@ -115,6 +103,8 @@ def run_alpha(
     dev = device or "cpu"
     if dev.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("--device: cuda requested but torch sees no CUDA device; use --device cpu")
+    if dev == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("--device: mps requested but torch sees no MPS device; use --device cpu")
     tdtype = getattr(torch, dtype)
     P = torch.as_tensor(np.asarray(p) if not torch.is_tensor(p) else p).to(dev, tdtype)
     Q = torch.as_tensor(np.asarray(q) if not torch.is_tensor(q) else q).to(dev, tdtype)
@@ -128,15 +118,26 @@ def run_alpha(
     return np.atleast_1d(a.double().cpu().numpy()), secs, f"torch {dtype} on {dev}"
 
 
+def stats(alpha: np.ndarray, seconds: float) -> dict[str, Any]:
+    """Positions, mean and quantiles of α*, seconds and positions per second."""
+    qs = np.quantile(alpha, QUANTILES)
+    return {
+        "positions": int(alpha.size),
+        "mean": float(alpha.mean()),
+        "quantiles": {k: float(v) for k, v in zip(QUANTILE_NAMES, qs, strict=True)},
+        "seconds": float(seconds),
+        "positions_per_second": float(alpha.size / max(seconds, 1e-12)),
+    }
+
+
 def summary(alpha: np.ndarray, seconds: float) -> str:
     """Mean, quantiles of α* and positions per second, as printed lines."""
-    qs = np.quantile(alpha, QUANTILES)
-    names = ("min", "5%", "25%", "50%", "75%", "95%", "max")
+    st = stats(alpha, seconds)
     lines = [
-        f"positions: {alpha.size:,}",
-        f"mean alpha*: {alpha.mean():.6f}",
-        "quantiles: " + ", ".join(f"{k} {v:.6f}" for k, v in zip(names, qs, strict=True)),
-        f"time: {seconds:.4f} s ({alpha.size / max(seconds, 1e-12):,.0f} positions/s)",
+        f"positions: {st['positions']:,}",
+        f"mean alpha*: {st['mean']:.6f}",
+        "quantiles: " + ", ".join(f"{k} {v:.6f}" for k, v in st["quantiles"].items()),
+        f"time: {seconds:.4f} s ({st['positions_per_second']:,.0f} positions/s)",
     ]
     return "\n".join(lines)
 
@@ -145,35 +146,62 @@ def register(app: typer.Typer) -> None:
     """Add the ``alpha`` command to ``app``."""
 
     @app.command("alpha")
-    @bad_input_exits_2
+    @cli_command
     def alpha(
         p_file: Annotated[
-            Path, typer.Option("--p-file", help="Target rows (B, V): .npy, .pt or .safetensors.")
-        ],
-        q_file: Annotated[Path, typer.Option("--q-file", help="Draft rows (B, V), same formats.")],
-        n: Annotated[int, typer.Option("-n", "--n", help="Number of drafts.")],
-        scheme: Annotated[
-            str,
+            str | None,
             typer.Option(
-                "--scheme", help="with, without, conditional-poisson, greedy, spechub or single."
+                "--p",
+                "--p-file",
+                help="Target rows (B, V): a comma list (one row) or a file (.npy, .npz, .json, "
+                ".pt, .safetensors).",
             ),
-        ],
+        ] = None,
+        q_file: Annotated[
+            str | None,
+            typer.Option("--q", "--q-file", help="Draft rows (B, V), same forms as --p."),
+        ] = None,
+        n: Annotated[
+            int,
+            typer.Option("-n", "--drafts", "--n", help="Number of drafts."),
+        ] = DEFAULT_DRAFTS,
+        scheme: Annotated[str, typer.Option("--scheme", help=FAST_SCHEME_HELP)] = "with",
         device: Annotated[
-            str | None, typer.Option("--device", help="cpu or cuda: run the torch solver there.")
+            str | None,
+            typer.Option("--device", help="cpu, cuda, cuda:N or mps: run the torch solver there."),
         ] = None,
         dtype: Annotated[
             str, typer.Option("--dtype", help="float32 or float64 (torch solver).")
         ] = "float64",
-        out: Annotated[
-            Path | None, typer.Option("--out", help="Save alpha*: .npy, .pt, .json or .csv.")
-        ] = None,
+        out: OutOption = None,
+        as_json: JsonOption = False,
     ) -> None:
-        """α* of every position (row) of a batch with the fast solver (docs/reference.md T7)."""
-        p = load_rows(p_file, "p")
-        q = load_rows(q_file, "q")
+        """α* of every position (row) of a batch with the fast solver (docs/reference.md T7).
+
+        --out saves α* of every row: .npy, .pt, .json, .csv or .txt.
+        """
+        check_drafts_option(n)
+        if dtype not in ("float32", "float64"):
+            raise ValueError(f"--dtype: must be float32 or float64, got {dtype!r}")
+        if device is not None and not _DEVICE.match(device):
+            raise ValueError(f"--device: give cpu, cuda, cuda:N or mps, got {device!r}")
+        if out is not None:
+            check_output_file(out, "--out", OUT_SUFFIXES)
+        if p_file is None or q_file is None:
+            which = "--p" if p_file is None else "--q"
+            raise ValueError(f"{which}: give the {'target' if p_file is None else 'draft'} rows")
+        p = read_rows(p_file, "--p")
+        q = read_rows(q_file, "--q")
         a, secs, label = run_alpha(p, q, n, scheme, device, dtype)
+        if out is not None:
+            _save(Path(out), a)
+        if as_json:
+            body = {"scheme": scheme, "n": n, "backend": label, **stats(a, secs)}
+            if out is not None:
+                body["out"] = str(out)
+            typer.echo(json.dumps(body))
+            return
         typer.echo(f"scheme {scheme}, n={n}, {label}")
         typer.echo(summary(a, secs))
         if out is not None:
-            _save(out, a)
             typer.echo(f"saved alpha* to {out}")

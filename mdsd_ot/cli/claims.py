@@ -8,7 +8,9 @@ from pathlib import Path
 
 import typer
 
-from ._common import bad_input_exits_2
+from ._bounds import MAX_TRIALS, check_int, check_seed
+from ._common import cli_command
+from ._files import check_input_file
 
 #: The time budget of ``hunt`` when neither --budget nor --evals is given (seconds).
 DEFAULT_BUDGET = 10.0
@@ -18,7 +20,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``claims`` and ``hunt`` commands to ``app``."""
 
     @app.command("claims")
-    @bad_input_exits_2
+    @cli_command
     def claims_cmd(
         id: list[str] = typer.Option(  # noqa: B008 - typer's idiom
             None, "--id", help="Claim id (repeatable), e.g. T5 or T12b; default: all."
@@ -32,7 +34,10 @@ def register(app: typer.Typer) -> None:
             None, "--witness", help="Reproduce the witness(es) in FILE instead of running claims."
         ),
         save: Path = typer.Option(  # noqa: B008
-            None, "--save", help="Write the witnesses found to FILE (readable by --witness)."
+            None,
+            "--out",
+            "--save",
+            help="Write the witnesses found to FILE (readable by --witness).",
         ),
     ) -> None:
         """Run the claims of docs/reference.md: theorems must hold, known-false ones must be refuted.
@@ -44,7 +49,11 @@ def register(app: typer.Typer) -> None:
         from ..theory import claims as C
         from ..theory import witness as W
 
+        check_seed(seed)
+        if trials is not None:
+            check_int(trials, "--trials", 1, MAX_TRIALS)
         if witness is not None:
+            check_input_file(Path(witness), "--witness")
             reps = [C.reproduce(w) for w in W.load(witness)]
             if as_json:
                 typer.echo(
@@ -72,10 +81,8 @@ def register(app: typer.Typer) -> None:
         if id:
             for i in id:
                 C.get(i)  # unknown ids are refused before anything runs
-        if trials is not None and trials < 1:
-            raise ValueError(f"--trials: must be >= 1, got {trials}")
         if save is not None:
-            W.check_output_path(save, "--save")  # before the claims run, not after
+            W.check_output_path(save, "--out/--save")  # before the claims run, not after
         if as_json:
             runs = C.run_all(id or None, trials, seed)
         else:
@@ -106,13 +113,13 @@ def register(app: typer.Typer) -> None:
             runs = C.run_all(id or None, trials, seed, on_done=show)
         ok = all(r.ok for r in runs)
         if save is not None:
-            W.save(save, [r.witness for r in runs if r.witness is not None], "--save")
+            W.save(save, [r.witness for r in runs if r.witness is not None], "--out/--save")
         if as_json:
             typer.echo(json.dumps({"ok": ok, "claims": [r.to_json() for r in runs]}))
         raise typer.Exit(0 if ok else 1)
 
     @app.command("hunt")
-    @bad_input_exits_2
+    @cli_command
     def hunt_cmd(
         conjecture: str = typer.Argument(None, help="Conjecture name (see --list)."),
         list_: bool = typer.Option(False, "--list", help="List the conjectures and exit."),
@@ -128,7 +135,7 @@ def register(app: typer.Typer) -> None:
             help="Evaluations of the violation, in [1, 10^9]: deterministic, the same --seed "
             "and --evals give the same witness. Alone, it is the only bound.",
         ),
-        seed: int = typer.Option(0, "--seed", help="Generator seed."),
+        seed: int = typer.Option(0, "--seed", help="Generator seed, in [0, 2^63)."),
         out: Path = typer.Option(None, "--out", help="Write the exact witness to FILE."),  # noqa: B008
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
@@ -149,6 +156,7 @@ def register(app: typer.Typer) -> None:
                 "CONJECTURE: give the conjecture to hunt; list them with mdsd-ot hunt --list"
             )
         Hn.get(conjecture)  # validate everything before starting the bar
+        check_seed(seed)
         if budget is not None:
             budget = Hn.check_budget(budget, "--budget")
         if evals is not None:

@@ -16,11 +16,14 @@ FILE holds one prompt per line (or ``.jsonl`` lines ``{"prompt": ...}``).  A pro
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ._common import bad_input_exits_2
+from ._bounds import MAX_BATCH, MAX_TOKENS, check_float, check_int, check_seed
+from ._common import JsonOption, SeedOption, cli_command
+from ._files import check_input_file, check_output_dir
 from .report import progress_bar
 
 __all__ = ["register"]
@@ -30,7 +33,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``collect`` command to ``app``."""
 
     @app.command("collect")
-    @bad_input_exits_2
+    @cli_command
     def collect_cmd(
         target: Annotated[
             str, typer.Option("--target", metavar="PATH", help="Target model directory.")
@@ -51,7 +54,7 @@ def register(app: typer.Typer) -> None:
         temperature: Annotated[float, typer.Option("--temperature", help="Temperature.")] = 1.0,
         top_k: Annotated[int, typer.Option("--top-k", help="Top-k (0 = off).")] = 0,
         top_p: Annotated[float, typer.Option("--top-p", help="Top-p (1 = off).")] = 1.0,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling.")] = 0,
+        seed: SeedOption = 0,
         batch_size: Annotated[int, typer.Option("--batch-size", help="Prompts per batch.")] = 8,
         device: Annotated[str, typer.Option("--device", help="torch device.")] = "cpu",
         dtype: Annotated[
@@ -60,11 +63,21 @@ def register(app: typer.Typer) -> None:
         logits: Annotated[
             bool, typer.Option("--logits", help="Also store raw logits (re-tempering).")
         ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Generate with the target, score with the draft, write p and q of every position."""
         from ..hf import collect, read_prompts
 
+        check_int(max_new_tokens, "--max-new-tokens", 1, MAX_TOKENS)
+        check_float(temperature, "--temperature", lo=0.0, lo_open=True)
+        check_int(top_k, "--top-k", 0)
+        check_float(top_p, "--top-p", lo=0.0, hi=1.0, lo_open=True)
+        check_int(batch_size, "--batch-size", 1, MAX_BATCH)
+        check_seed(seed)
+        if dtype not in ("float32", "float64"):
+            raise ValueError(f"--dtype: must be float32 or float64, got {dtype!r}")
+        check_output_dir(out, "--out")
+        check_input_file(Path(prompts), "--prompts")
         texts = read_prompts(prompts)
         with progress_bar(len(texts) * max(max_new_tokens, 0), as_json, unit="tokens") as adv:
             summary = collect(

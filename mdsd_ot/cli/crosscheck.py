@@ -4,13 +4,14 @@ Three ways to choose the instances:
 
 - no instance options: the built-in bank (:func:`mdsd_ot.reports.crosscheck.builtin_instances`),
   optionally filtered by ``--scheme`` and ``-n``;
-- ``--p`` and ``--q``: one instance.  For ``--scheme product`` give ``--q`` once per draft
-  (``--q 0.5,0.5 --q 0.9,0.1``), or one ``.json`` file holding a list of lists, or a single q
-  with ``-n`` (the same q for every draft);
+- ``--p`` and ``--q``: one instance.  For a law with one q per draft (``--scheme product``) give
+  ``--q`` once per draft (``--q 0.5,0.5 --q 0.9,0.1``), or one file holding one q per row, or a
+  single q with ``-n`` (the same q for every draft); ``--scheme explicit`` takes ``--table``;
 - ``--vocab V`` (and/or ``--trials``, ``--seed``): seeded random Dirichlet instances of size V.
 
-Exit codes: 0 when every instance agrees within ``--tol``, 1 on a disagreement (or a crashed
-method), 2 on bad input (one line on stderr).
+Exit codes: 0 when every instance agrees within ``--tol``; 1 on a disagreement, a crashed
+method, or an instance on which no cross-check took place (only one method could solve it: one
+value cannot disagree with anything); 2 on bad input (one line on stderr).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ import numpy as np
 import typer
 from rich.markup import escape
 
-from ..drafts import make
+from ..drafts import SCHEMES, DraftLaw, QLaw, make
 from ..reports.crosscheck import (
     DEFAULT_TOL,
+    RANDOM_SCHEMES,
     CrosscheckReport,
     Instance,
     builtin_instances,
@@ -34,28 +36,46 @@ from ..reports.crosscheck import (
     make_instance,
     random_instances,
 )
+from ._bounds import MAX_ENTRIES, MAX_TRIALS, MAX_VOCAB, check_float, check_int, check_seed
 from ._common import (
+    DEFAULT_DRAFTS,
+    EXIT_FAILED,
     SCHEME_HELP,
     JsonOption,
     NOption,
+    OutOption,
     POption,
     QOption,
-    bad_input_exits_2,
+    SeedOption,
     check_drafts_option,
+    cli_command,
     read_vector,
 )
+from ._files import check_output_file, write_text
 
-__all__ = ["register", "instance_from_options", "render_report"]
+__all__ = ["register", "instance_from_options", "render_report", "check_scheme"]
 
-CLI_SCHEMES = ("with", "without", "conditional-poisson", "product", "greedy", "spechub")
+TableOption = Annotated[
+    str | None,
+    typer.Option(
+        "--table",
+        help="The joint law of --scheme explicit: a .json/.npy table of shape (V,)*n.",
+    ),
+]
 
 
-def _check_scheme(scheme: str) -> str:
-    if scheme not in CLI_SCHEMES:
-        raise ValueError(
-            f"--scheme: unknown scheme {scheme!r}; choose one of {', '.join(CLI_SCHEMES)}"
-        )
+def check_scheme(scheme: str, option: str = "--scheme") -> str:
+    """A registered scheme name (:data:`mdsd_ot.drafts.SCHEMES`), else a ValueError."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"{option}: unknown scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
     return scheme
+
+
+def _host(x: Any) -> Any:
+    """A torch tensor read from a .pt file as a float64 numpy array (exact methods take numpy)."""
+    if type(x).__module__.startswith("torch"):
+        return x.detach().cpu().double().numpy()
+    return x
 
 
 def _is_matrix(x: Any) -> bool:
@@ -64,45 +84,77 @@ def _is_matrix(x: Any) -> bool:
     return isinstance(x, list) and len(x) > 0 and all(isinstance(r, list) for r in x)
 
 
-def instance_from_options(
-    p: str | None, q: list[str] | None, n: int | None, scheme: str | None
-) -> Instance:
-    """Build one validated instance from the ``--p``, ``--q``, ``-n`` and ``--scheme`` options.
+def _cli_names(exc: ValueError) -> ValueError:
+    """Name the command-line options in a law's message (``q:`` becomes ``--q:``, ...)."""
+    msg = str(exc)
+    for arg, opt in (("qs", "--q"), ("q", "--q"), ("n", "-n"), ("table", "--table")):
+        if msg.startswith(f"{arg}:") or msg.startswith(f"{arg}["):
+            return ValueError(opt + msg[len(arg) :])
+    return exc
 
-    ``--q`` may be repeated for ``--scheme product`` (one q per draft), or be a ``.json`` list of
-    lists / a 2-D ``.npy`` array; every other scheme takes exactly one ``--q``.
+
+def build_law(scheme: str, q: list[Any] | None, n: int | None, table: Any = None) -> DraftLaw:
+    """The draft law of ``--scheme``, ``--q`` (each given value), ``-n`` and ``--table``.
+
+    What the law is built from is the law class's business (:meth:`DraftLaw.build`): one q for
+    the q-based laws (:class:`~mdsd_ot.drafts.QLaw`), one q per draft or the same q ``n`` times
+    for the others, a table for an explicit law.
     """
-    scheme = _check_scheme(scheme or "with")
+    cls = SCHEMES[check_scheme(scheme)]
+    qvals = [_host(x) for x in (q or [])]
+    one_q = issubclass(cls, QLaw)
+    if len(qvals) > 1 and one_q:
+        raise ValueError(
+            f"--q: the {scheme} scheme takes one q; repeat --q only for a law with one q per draft"
+        )
+    qv = qs = None
+    if len(qvals) > 1:
+        qs = qvals
+    elif qvals and _is_matrix(qvals[0]) and not one_q:
+        qs = list(qvals[0])
+    elif qvals:
+        qv = qvals[0]
+    n_arg = n
+    if n_arg is None and qs is None:
+        n_arg = cls.fixed_n or DEFAULT_DRAFTS
+    try:
+        law = make(scheme, qv, n_arg, qs=qs, table=_host(table))
+    except ValueError as exc:
+        raise _cli_names(exc) from None
+    if n is not None and law.n != n:
+        raise ValueError(f"-n: the {scheme} law given has n = {law.n} drafts, not {n}")
+    return law
+
+
+def instance_from_options(
+    p: str | None,
+    q: list[str] | None,
+    n: int | None,
+    scheme: str | None,
+    table: str | None = None,
+) -> Instance:
+    """Build one validated instance from the ``--p``, ``--q``, ``-n``, ``--scheme`` and
+    ``--table`` options.
+
+    ``--q`` may be repeated for a law with one q per draft (``--scheme product``), or be a file
+    holding one q per row; every other scheme takes exactly one ``--q``.
+    """
+    scheme = check_scheme(scheme or "with")
     if p is None:
-        raise ValueError("--p: give the target distribution p (a comma list or a .npy/.json file)")
-    if not q:
-        raise ValueError("--q: give the draft distribution q (a comma list or a .npy/.json file)")
-    pv = read_vector(p, "p")
-    qvals = [read_vector(x, "q") for x in q]
-    if scheme == "product":
-        if len(qvals) > 1:
-            qs = qvals
-        elif _is_matrix(qvals[0]):
-            qs = list(qvals[0])
-        else:
-            qs = None
-        if qs is not None:
-            law = make("product", qs=qs, n=n)
-        else:
-            law = make("product", qvals[0], 2 if n is None else n)
-    else:
-        if len(qvals) > 1:
-            raise ValueError(
-                f"--q: the {scheme} scheme takes one q; repeat --q only for --scheme product"
-            )
-        law = make(scheme, qvals[0], 2 if n is None else n)
+        raise ValueError("--p: give the target distribution p (a comma list or a file)")
+    if not q and table is None:
+        raise ValueError("--q: give the draft distribution q (a comma list or a file)")
+    pv = _host(read_vector(p, "--p"))
+    qvals = [read_vector(x, "--q") for x in (q or [])]
+    tab = None if table is None else read_vector(table, "--table")
+    law = build_law(scheme, qvals, n, tab)
     return make_instance(pv, law)
 
 
 def _select_builtin(scheme: str | None, n: int | None) -> list[Instance]:
     bank = builtin_instances()
     if scheme is not None:
-        bank = [i for i in bank if i.draft.scheme == _check_scheme(scheme)]
+        bank = [i for i in bank if i.draft.scheme == check_scheme(scheme)]
     if n is not None:
         bank = [i for i in bank if i.draft.n == n]
     if not bank:
@@ -158,7 +210,12 @@ def render_report(report: CrosscheckReport) -> None:
             cells.append(f"[dim]exact α* = {r.alpha_exact}[/dim]")
         if len(rows) < len(cells):
             cells = ["\n".join(cells)]
-        verdict = "[green]pass[/green]" if r.ok else "[bold red]FAIL[/bold red]"
+        if not r.ok:
+            verdict = "[bold red]FAIL[/bold red]"
+        elif not r.checked:
+            verdict = "[yellow]unchecked[/yellow]"
+        else:
+            verdict = "[green]pass[/green]"
         for j, (m, a, t) in enumerate(rows):
             first = j == 0
             table.add_row(
@@ -173,42 +230,58 @@ def render_report(report: CrosscheckReport) -> None:
     for line in notes:
         console.print(line, overflow="fold")
     for m, why in report.excluded.items():
-        console.print(f"[dim]not run: {m} ({escape(why)})[/dim]")
+        console.print(f"[dim]not run: {m}: {escape(why)}[/dim]")
     bad = sum(not r.ok for r in report.instances)
     summary = (
         f"{len(report.instances)} instances, {len(report.methods)} methods, "
         f"max spread {report.max_spread:.2e}, {report.seconds:.1f} s: "
     )
-    if report.ok:
-        console.print(summary + "[green]all agree within the tolerance[/green]")
-    else:
+    alone = report.unchecked
+    if alone:
+        solvers = sorted({m for r in alone for m in r.alpha}) or ["none"]
+        console.print(
+            f"[bold yellow]no cross-check took place on {len(alone)} instance(s): only one "
+            f"method solved each ({', '.join(solvers)}), and one value cannot disagree with "
+            "anything; use a smaller vocabulary for a cross-check[/bold yellow]"
+        )
+    if not report.ok:
         console.print(summary + f"[bold red]{bad} instance(s) FAIL[/bold red]")
+    elif alone:
+        checked = len(report.instances) - len(alone)
+        console.print(summary + f"{checked} instance(s) cross-checked, {len(alone)} not")
+    else:
+        console.print(summary + "[green]all agree within the tolerance[/green]")
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``crosscheck`` command to ``app``."""
 
     @app.command("crosscheck")
-    @bad_input_exits_2
+    @cli_command
     def crosscheck_cmd(
         p: POption = None,
         q: QOption = None,
         n: NOption = None,
         scheme: Annotated[
             str | None,
-            typer.Option("--scheme", help=SCHEME_HELP),
+            typer.Option("--scheme", help=SCHEME_HELP + " [default: with; the bank: every law]"),
         ] = None,
+        table: TableOption = None,
         vocab: Annotated[
-            int | None, typer.Option("--vocab", help="Random instances over this many tokens.")
+            int | None,
+            typer.Option(
+                "--vocab", help=f"Random instances over this many tokens, in [1, {MAX_VOCAB:,}]."
+            ),
         ] = None,
         trials: Annotated[
             int | None, typer.Option("--trials", help="Number of random instances (default 5).")
         ] = None,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the random instances.")] = 0,
+        seed: SeedOption = 0,
         methods: Annotated[
             str | None,
             typer.Option(
                 "--methods",
+                "--method",
                 help="Comma list of methods (default: every installed "
                 "method whose stated accuracy is within --tol).",
             ),
@@ -224,30 +297,49 @@ def register(app: typer.Typer) -> None:
             ),
         ] = True,
         as_json: JsonOption = False,
+        out: OutOption = None,
     ) -> None:
         """Solve instances with every exact formulation and check that α* agrees (T1)."""
         check_drafts_option(n)
-        if p is not None or q:
+        check_seed(seed)
+        check_float(tol, "--tol", lo=0.0)
+        if out is not None:
+            check_output_file(out, "--out", (".json",))
+        if p is not None or q or table is not None:
             if vocab is not None or trials is not None:
                 raise ValueError("--vocab/--trials: give either --p/--q or --vocab, not both")
-            instances = [instance_from_options(p, q, n, scheme)]
+            instances = [instance_from_options(p, q, n, scheme, table)]
         elif vocab is not None or trials is not None:
-            instances = random_instances(
-                None if scheme is None else _check_scheme(scheme),
-                V=4 if vocab is None else vocab,
-                n=2 if n is None else n,
-                trials=5 if trials is None else trials,
-                seed=seed,
-            )
+            V = check_int(4 if vocab is None else vocab, "--vocab", 1, MAX_VOCAB)
+            T = check_int(5 if trials is None else trials, "--trials", 1, MAX_TRIALS)
+            if scheme is not None and check_scheme(scheme) not in RANDOM_SCHEMES:
+                raise ValueError(
+                    f"--scheme: no random instances for {scheme!r} (give one with --p and "
+                    f"--table); choose one of {', '.join(RANDOM_SCHEMES)}"
+                )
+            k = DEFAULT_DRAFTS if n is None else n
+            if T * V * (k + 1) > MAX_ENTRIES:
+                raise ValueError(
+                    f"--trials: {T:,} instances of V = {V:,} and n = {k} hold {T * V * (k + 1):,} "
+                    f"probabilities (limit {MAX_ENTRIES:,}); use fewer trials or a smaller --vocab"
+                )
+            instances = random_instances(scheme, V=V, n=k, trials=T, seed=seed)
         else:
             instances = _select_builtin(scheme, n)
         names = None
         if methods is not None:
             names = [m.strip() for m in methods.split(",") if m.strip()]
+            if not names:
+                raise ValueError("--methods: give a comma list of method names")
         report = crosscheck(instances, methods=names, tol=tol, certify=certify)
+        body = report.to_json()
+        if out is not None:
+            write_text(out, "--out", json.dumps(body) + "\n")
         if as_json:
-            typer.echo(json.dumps(report.to_json()))
+            typer.echo(json.dumps(body))
         else:
             render_report(report)
-        if not report.ok:
-            raise typer.Exit(1)
+            if out is not None:
+                typer.echo(f"wrote {out}")
+        if not report.ok or not report.checked:
+            raise typer.Exit(EXIT_FAILED)

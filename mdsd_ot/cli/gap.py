@@ -1,8 +1,9 @@
 """``mdsd-ot gap``: α* of each draft law beside the acceptance of each verifier, and the gap.
 
-Positions come from files (``--p-file``/``--q-file``: ``.npy`` or ``.json`` arrays of shape
-``(V,)`` or ``(m, V)``, one target/draft row per position) or from the documented synthetic family
-(``--synthetic``, :mod:`mdsd_ot.synthetic`).  Each number is averaged over the positions with its
+Positions come from ``--p``/``--q`` (``--p-file``/``--q-file``: a comma list, or a file holding an
+array of shape ``(V,)`` or ``(m, V)``, one target/draft row per position; the file types of
+:mod:`mdsd_ot.cli._files`) or from the documented synthetic family (``--synthetic``,
+:mod:`mdsd_ot.synthetic`).  Each number is averaged over the positions with its
 standard error; how it was computed (fast solver, closed form, enumeration, simulation) is in the
 ``method`` column (see :mod:`mdsd_ot.reports.evaluate`).  This is the in-memory shortcut of
 ``mdsd-ot report`` (same computation, same result keys: :mod:`mdsd_ot.reports`).
@@ -16,7 +17,24 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from ._common import bad_input_exits_2, read_vector
+from ._bounds import (
+    MAX_ENTRIES,
+    MAX_SAMPLES,
+    MAX_VOCAB,
+    check_entries,
+    check_float,
+    check_int,
+    check_seed,
+)
+from ._common import (
+    DEFAULT_DRAFTS,
+    JsonOption,
+    OutOption,
+    SeedOption,
+    check_drafts_option,
+    cli_command,
+)
+from ._files import check_output_file, read_rows, write_text
 from .report import print_table
 
 __all__ = ["register", "parse_temperatures"]
@@ -37,7 +55,9 @@ def parse_temperatures(text: str | None) -> list[float | None]:
                 f"--temperatures: cannot read {s!r}; give numbers like 0.5,1,2"
             ) from None
         if not np.isfinite(t) or t <= 0:
-            raise ValueError(f"--temperatures: each temperature must be > 0, got {s}")
+            raise ValueError(
+                f"--temperatures: each temperature must be a finite number > 0, got {s}"
+            )
         out.append(t)
     if not out:
         raise ValueError("--temperatures: give at least one temperature, e.g. 0.5,1,2")
@@ -56,14 +76,17 @@ def _positions(
 ) -> tuple[np.ndarray, np.ndarray, bool, dict[str, Any]]:
     if synthetic == (p_file is not None or q_file is not None):
         raise ValueError(
-            "--synthetic: give either --synthetic or both --p-file and --q-file (not both, not "
-            "neither)"
+            "--synthetic: give either --synthetic or both --p and --q (--p-file/--q-file), not "
+            "both, not neither"
         )
     if synthetic:
         from ..synthetic import synthetic_logits
 
-        if positions < 1:
-            raise ValueError(f"--positions: must be >= 1, got {positions}")
+        check_int(vocab, "--vocab", 2, MAX_VOCAB)
+        check_int(positions, "--positions", 1, MAX_ENTRIES)
+        check_float(noise, "--noise", lo=0.0)
+        check_float(zipf, "--zipf", lo=0.0, lo_open=True)
+        check_entries(positions, vocab, "--positions", "the synthetic batch")
         L, D = synthetic_logits(vocab, seed, noise=noise, zipf=zipf, size=positions)
         meta = {
             "source": "synthetic",
@@ -72,34 +95,48 @@ def _positions(
         }  # fmt: skip
         return L, D, True, meta
     if p_file is None or q_file is None:
-        raise ValueError("--q-file: give both --p-file and --q-file (or use --synthetic)")
-    P = np.asarray(read_vector(p_file, "p-file"), dtype=np.float64)
-    Q = np.asarray(read_vector(q_file, "q-file"), dtype=np.float64)
+        which = "--p" if p_file is None else "--q"
+        raise ValueError(f"{which}: give both --p and --q (or use --synthetic)")
+    P = np.asarray(_host(read_rows(p_file, "--p")), dtype=np.float64)
+    Q = np.asarray(_host(read_rows(q_file, "--q")), dtype=np.float64)
     if P.shape != Q.shape:
         raise ValueError(
-            f"--q-file: shape {Q.shape} differs from --p-file's {P.shape}; give one draft row per "
-            "target row"
+            f"--q: shape {Q.shape} differs from --p's {P.shape}; give one draft row per target row"
         )
     return P, Q, False, {"source": "files", "p_file": p_file, "q_file": q_file}
+
+
+def _host(x: Any) -> Any:
+    if type(x).__module__.startswith("torch"):
+        return x.detach().cpu().double().numpy()
+    return x
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``gap`` command to ``app``."""
 
     @app.command("gap")
-    @bad_input_exits_2
+    @cli_command
     def gap_cmd(
         p_file: Annotated[
             str | None,
-            typer.Option("--p-file", help="Targets: .npy/.json of shape (V,) or (m, V)."),
+            typer.Option(
+                "--p",
+                "--p-file",
+                help="Targets: a comma list or a file (.npy, .npz, .json, .pt, .safetensors) of "
+                "shape (V,) or (m, V).",
+            ),
         ] = None,
         q_file: Annotated[
-            str | None, typer.Option("--q-file", help="Draft models q, same shape as --p-file.")
+            str | None,
+            typer.Option("--q", "--q-file", help="Draft models q, same shape as --p."),
         ] = None,
         synthetic: Annotated[
             bool, typer.Option("--synthetic", help="Use the synthetic family (mdsd_ot.synthetic).")
         ] = False,
-        n: Annotated[int, typer.Option("-n", "--drafts", help="Number of drafts.")] = 2,
+        n: Annotated[
+            int, typer.Option("-n", "--drafts", help="Number of drafts.")
+        ] = DEFAULT_DRAFTS,
         temperatures: Annotated[
             str | None,
             typer.Option(
@@ -107,42 +144,59 @@ def register(app: typer.Typer) -> None:
                 help="Comma list, e.g. 0.5,1,2 (synthetic default 0.5,1,2; files: p^(1/T)).",
             ),
         ] = None,
-        vocab: Annotated[int, typer.Option("--vocab", help="Synthetic vocabulary size V.")] = 1000,
+        vocab: Annotated[
+            int,
+            typer.Option("--vocab", help=f"Synthetic vocabulary size V, in [2, {MAX_VOCAB:,}]."),
+        ] = 1000,
         positions: Annotated[
-            int, typer.Option("--positions", help="Synthetic positions per temperature.")
+            int,
+            typer.Option(
+                "--positions",
+                help=f"Synthetic positions per temperature (positions x V <= {MAX_ENTRIES:,}).",
+            ),
         ] = 16,
         noise: Annotated[
-            float, typer.Option("--noise", help="Synthetic draft logit noise σ.")
+            float, typer.Option("--noise", help="Synthetic draft logit noise σ >= 0.")
         ] = 1.0,
-        zipf: Annotated[float, typer.Option("--zipf", help="Synthetic Zipf exponent s.")] = 1.0,
+        zipf: Annotated[float, typer.Option("--zipf", help="Synthetic Zipf exponent s > 0.")] = 1.0,
         samples: Annotated[
-            int, typer.Option("--samples", help="Draft tuples per position when simulating.")
+            int,
+            typer.Option(
+                "--samples",
+                help=f"Draft tuples per position when simulating, in [1, {MAX_SAMPLES:,}].",
+            ),
         ] = 2000,
-        seed: Annotated[
-            int, typer.Option("--seed", help="Seed (synthetic family, simulation).")
-        ] = 0,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+        seed: SeedOption = 0,
+        as_json: JsonOption = False,
         plot: Annotated[
             str | None,
             typer.Option(
                 "--plot", help="Write acceptance vs temperature to this PNG (matplotlib)."
             ),
         ] = None,
+        out: OutOption = None,
     ) -> None:
         """α* per draft law and each verifier's acceptance and gap, averaged over positions."""
-        P, Q, logits, meta = _positions(
-            p_file, q_file, synthetic, vocab, positions, noise, zipf, seed
-        )
+        check_drafts_option(n)
+        check_int(samples, "--samples", 1, MAX_SAMPLES)
+        check_seed(seed)
         temps = parse_temperatures(temperatures)
-        if logits and temps == [None]:
-            temps = [0.5, 1.0, 2.0]
-        if plot is not None and temps == [None]:
+        if plot is not None:
+            check_output_file(plot, "--plot", (".png",))
+        if out is not None:
+            check_output_file(out, "--out", (".json",))
+        if plot is not None and temps == [None] and not synthetic:
             raise ValueError("--plot: plotting against temperature needs --temperatures")
         if plot is not None:
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
                 raise ValueError("--plot: needs matplotlib; pip install 'mdsd-ot[plot]'") from None
+        P, Q, logits, meta = _positions(
+            p_file, q_file, synthetic, vocab, positions, noise, zipf, seed
+        )
+        if logits and temps == [None]:
+            temps = [0.5, 1.0, 2.0]
         m = 1 if P.ndim == 1 else P.shape[0]
         total = m * len(temps)
         report = _run(P, Q, n, temps, logits, samples, seed, meta, total)
@@ -153,12 +207,16 @@ def register(app: typer.Typer) -> None:
 
             plt.close(plot_gap(report, plot))
             report["plot"] = plot
+        if out is not None:
+            write_text(out, "--out", json.dumps(report, indent=2) + "\n")
         if as_json:
             typer.echo(json.dumps(report, indent=2))
         else:
             print_table(report)
             if plot is not None:
                 typer.echo(f"wrote {plot}")
+            if out is not None:
+                typer.echo(f"wrote {out}")
 
 
 def _run(P, Q, n, temps, logits, samples, seed, meta, total):

@@ -21,9 +21,21 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import JsonOption, NOption, bad_input_exits_2, check_drafts_option
+from ._bounds import MAX_SAMPLES, MAX_TRIALS, MAX_VOCAB, check_float, check_int, check_seed
+from ._common import (
+    JsonOption,
+    NOption,
+    OutOption,
+    SeedOption,
+    check_drafts_option,
+    cli_command,
+)
+from ._files import check_output_file, write_text
 
-__all__ = ["register"]
+__all__ = ["register", "MAX_EXACT_VOCAB"]
+
+#: Exact mode enumerates every draft tuple of every instance: vocabularies up to this size.
+MAX_EXACT_VOCAB = 64
 
 
 def _fmt(x: Any, digits: int = 4) -> str:
@@ -79,7 +91,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``lossless`` command to ``app``."""
 
     @app.command("lossless")
-    @bad_input_exits_2
+    @cli_command
     def lossless_cmd(
         function: Annotated[
             str,
@@ -104,7 +116,7 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option("--samples", help="Statistical mode: N draft tuples per instance."),
         ] = None,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the instance family.")] = 0,
+        seed: SeedOption = 0,
         level: Annotated[
             float, typer.Option("--level", help="Family-wise level (statistical mode).")
         ] = 1e-3,
@@ -113,6 +125,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--batch", help="The sampler takes an (N, n) array of draft tuples."),
         ] = False,
         as_json: JsonOption = False,
+        out: OutOption = None,
     ) -> None:
         """Check that a verifier's output law is p (exactly, or by tests with stated power)."""
         from ..lossless import check_exact, check_sampler_family, controls
@@ -123,12 +136,14 @@ def register(app: typer.Typer) -> None:
             raise ValueError("--exact, --samples: choose one mode (exact enumeration or N samples)")
         check_drafts_option(n)
         nn = 2 if n is None else n
-        if instances < 1:
-            raise ValueError(f"--instances: must be >= 1, got {instances}")
-        if vocab < 1:
-            raise ValueError(f"--vocab: must be >= 1, got {vocab}")
-        if samples is not None and samples < 1:
-            raise ValueError(f"--samples: must be >= 1, got {samples}")
+        check_int(instances, "--instances", 1, MAX_TRIALS)
+        check_int(vocab, "--vocab", 1, MAX_EXACT_VOCAB if samples is None else MAX_VOCAB)
+        if samples is not None:
+            check_int(samples, "--samples", 1, MAX_SAMPLES)
+        check_seed(seed)
+        check_float(level, "--level", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        if out is not None:
+            check_output_file(out, "--out", (".json",))
         func = load_function(function)
         statistical = samples is not None
         if statistical:
@@ -151,9 +166,11 @@ def register(app: typer.Typer) -> None:
                 f"--scheme: the {scheme} law is undefined on every instance (V = {vocab}, "
                 f"n = {nn}): {reason}"
             )
+        result = {"function": function, "scheme": scheme, **report.to_json()}
+        if out is not None:
+            write_text(out, "--out", json.dumps(result, indent=2) + "\n")
         if as_json:
-            out = {"function": function, "scheme": scheme, **report.to_json()}
-            typer.echo(json.dumps(out, indent=2))
+            typer.echo(json.dumps(result, indent=2))
         else:
             mode = f"{samples:,} samples" if statistical else "exact"
             _table(rows, statistical, f"lossless: {function} on {scheme}, V = {vocab}, n = {nn} "

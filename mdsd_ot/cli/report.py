@@ -3,12 +3,13 @@ r"""``mdsd-ot report``: α*, every verifier's acceptance and the gaps on a datas
 .. code-block:: text
 
    mdsd-ot report SHARDS -n 2,3,4 [--laws ...] [--verifiers ...] [--temperatures ...]
-                  [--json | --csv] [--plot DIR] [--workers N | --scheduler ADDRESS]
+                  [--json | --csv] [--out FILE] [--plot DIR] [--workers N | --scheduler ADDRESS]
    mdsd-ot report --demo [...]
 
 SHARDS is a shard file or a directory of shards (``docs/shards.md``).  ``--demo`` runs the
 built-in offline study (:mod:`mdsd_ot.reports.demo`) instead.  The table (or ``--json`` /
-``--csv``) goes to stdout; ``--plot DIR`` writes the acceptance-vs-temperature plots and the
+``--csv``) goes to stdout; ``--out FILE`` also writes it to a ``.json`` or ``.csv`` file (by
+suffix); ``--plot DIR`` writes the acceptance-vs-temperature plots and the
 per-position histograms there.  ``--workers N`` runs on a local Dask cluster of N workers,
 ``--scheduler ADDRESS`` on an existing one (results identical to the serial run).
 """
@@ -24,7 +25,15 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import bad_input_exits_2
+from ._bounds import (
+    MAX_DEPTH,
+    MAX_SAMPLES,
+    MAX_WORKERS,
+    check_int,
+    check_seed,
+)
+from ._common import JsonOption, SeedOption, cli_command
+from ._files import check_output_dir, check_output_file, write_text
 
 __all__ = ["register", "print_table", "parse_list", "parse_ns", "progress_bar"]
 
@@ -145,7 +154,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``report`` command to ``app``."""
 
     @app.command("report")
-    @bad_input_exits_2
+    @cli_command
     def report_cmd(
         shards: Annotated[
             str | None,
@@ -158,7 +167,9 @@ def register(app: typer.Typer) -> None:
         ] = "2,3,4",
         laws: Annotated[
             str | None,
-            typer.Option("--laws", help="Draft laws, e.g. with,without (default: all)."),
+            typer.Option(
+                "--laws", "--schemes", help="Draft laws, e.g. with,without (default: all)."
+            ),
         ] = None,
         verifiers: Annotated[
             str | None,
@@ -171,8 +182,12 @@ def register(app: typer.Typer) -> None:
                 help="Re-temper the stored logits, e.g. 0.5,1,2 (shards must hold logits).",
             ),
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+        as_json: JsonOption = False,
         as_csv: Annotated[bool, typer.Option("--csv", help="Print the report as CSV.")] = False,
+        out: Annotated[
+            str | None,
+            typer.Option("--out", help="Also write the report to this .json or .csv file."),
+        ] = None,
         plot: Annotated[
             str | None,
             typer.Option(
@@ -201,11 +216,18 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         samples: Annotated[
-            int, typer.Option("--samples", help="Draft tuples per position when simulating.")
+            int,
+            typer.Option(
+                "--samples",
+                help=f"Draft tuples per position when simulating, in [1, {MAX_SAMPLES:,}].",
+            ),
         ] = 2000,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the simulation.")] = 0,
+        seed: SeedOption = 0,
         depth: Annotated[
-            int, typer.Option("--depth", help="Draft depth γ of the tokens/call column.")
+            int,
+            typer.Option(
+                "--depth", help=f"Draft depth γ of the tokens/call column, in [0, {MAX_DEPTH:,}]."
+            ),
         ] = 4,
     ) -> None:
         """α* per draft law, every verifier's acceptance, the gap and tokens per call."""
@@ -217,15 +239,21 @@ def register(app: typer.Typer) -> None:
             raise ValueError("SHARDS: give a shard file or directory, or --demo (not both)")
         if workers is not None and scheduler is not None:
             raise ValueError("--scheduler: give either --workers N or --scheduler ADDRESS")
-        if depth < 0:
-            raise ValueError(f"--depth: must be >= 0, got {depth}")
+        check_int(depth, "--depth", 0, MAX_DEPTH)
+        check_int(samples, "--samples", 1, MAX_SAMPLES)
+        check_seed(seed)
+        if demo:
+            check_int(positions, "--positions", 1)
+        if workers is not None:
+            check_int(workers, "--workers", 1, MAX_WORKERS)
+        if out is not None:
+            check_output_file(out, "--out", (".json", ".csv"))
         if plot is not None:
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
                 raise ValueError("--plot: needs matplotlib; pip install 'mdsd-ot[plot]'") from None
-            if Path(plot).exists() and not Path(plot).is_dir():
-                raise ValueError(f"--plot: {plot} exists and is not a directory")
+            check_output_dir(plot, "--plot")
         temps = None
         if temperatures is not None:
             from .gap import parse_temperatures
@@ -257,6 +285,12 @@ def register(app: typer.Typer) -> None:
         _strip_values(rep)
         if files:
             rep["plots"] = [str(f) for f in files]
+        if out is not None:
+            body = to_csv(rep) if Path(out).suffix.lower() == ".csv" else json.dumps(rep, indent=2)
+            write_text(out, "--out", body if body.endswith("\n") else body + "\n")
+            rep_out = str(out)
+        else:
+            rep_out = None
         if as_json:
             typer.echo(json.dumps(rep, indent=2))
         elif as_csv:
@@ -271,6 +305,8 @@ def register(app: typer.Typer) -> None:
             )
             for f in files:
                 typer.echo(f"wrote {f}")
+            if rep_out is not None:
+                typer.echo(f"wrote {rep_out}")
 
 
 def _rows(path: Path) -> int:

@@ -6,6 +6,10 @@
 (``{(i, ī): mass}`` from the max-flow forms, ``{(i, S): mass}`` from the set-reduced form) as
 ``.json``: ``{"format": "sparse", "entries": [{"i": i, "tuple": [...], "mass": m}, ...]}`` with
 ``"S"`` (the set of drafted tokens) in place of ``"tuple"`` for set-reduced plans.
+
+An optimal set H* of more than :data:`H_PRINT_MAX` tokens is summarised (its size, its mass
+P(H*) and Q(H*), its first and last tokens); ``--full`` prints every token and ``--out FILE``
+writes the full result (JSON, with every token of H*).
 """
 
 from __future__ import annotations
@@ -25,14 +29,21 @@ from ._common import (
     SCHEME_HELP,
     JsonOption,
     NOption,
+    OutOption,
     POption,
     QOption,
-    bad_input_exits_2,
     check_drafts_option,
+    cli_command,
 )
-from .crosscheck import instance_from_options
+from ._files import atomic_write, check_output_file, write_text
+from .crosscheck import TableOption, instance_from_options
 
-__all__ = ["register", "write_plan"]
+__all__ = ["register", "write_plan", "H_PRINT_MAX", "set_summary"]
+
+#: Optimal sets with more tokens than this are summarised on the terminal (``--full``: all).
+H_PRINT_MAX = 64
+#: Tokens shown at each end of a summarised set.
+H_ENDS = 5
 
 
 def _jsonable(v: Any) -> Any:
@@ -80,22 +91,37 @@ def write_plan(plan: Any, path: str | Path, method: str = "") -> Path:
                 entries.append({"i": int(key[0]), name: _jsonable(key[1]), "mass": _jsonable(mass)})
             else:
                 entries.append({"key": _jsonable(key), "mass": _jsonable(mass)})
-        path.write_text(json.dumps({"format": "sparse", "method": method, "entries": entries}))
-        return path
+        body = {"format": "sparse", "method": method, "entries": entries}
+        return write_text(path, "--plan", json.dumps(body))
     arr = np.asarray(plan)
     if path.suffix == ".npy":
-        np.save(path, arr.astype(np.float64), allow_pickle=False)
-    else:
-        data = np.vectorize(_jsonable, otypes=[object])(arr).tolist() if arr.size else []
-        path.write_text(
-            json.dumps(
-                {"format": "dense", "method": method, "shape": list(arr.shape), "plan": data}
-            )
+        data64 = arr.astype(np.float64)
+        return atomic_write(
+            path, "--plan", lambda fh: np.save(fh, data64, allow_pickle=False), binary=True
         )
-    return path
+    data = np.vectorize(_jsonable, otypes=[object])(arr).tolist() if arr.size else []
+    body = {"format": "dense", "method": method, "shape": list(arr.shape), "plan": data}
+    return write_text(path, "--plan", json.dumps(body))
 
 
-def _summary(res: Result) -> dict[str, Any]:
+def set_summary(H: list[int], mass: float, q_mass: float) -> dict[str, Any]:
+    """Size, mass P(H), Q(H) and the first and last tokens of an optimal set H (sorted).
+
+    Examples
+    --------
+    >>> set_summary(list(range(100)), 0.75, 0.5)["first"]
+    [0, 1, 2, 3, 4]
+    """
+    return {
+        "size": len(H),
+        "mass": float(mass),
+        "Q": float(q_mass),
+        "first": H[:H_ENDS],
+        "last": H[-H_ENDS:] if len(H) > H_ENDS else [],
+    }
+
+
+def _summary(res: Result, p: np.ndarray) -> dict[str, Any]:
     H = [] if res.H is None else np.flatnonzero(res.H).tolist()
     out: dict[str, Any] = {
         "alpha": float(res.alpha),
@@ -107,14 +133,28 @@ def _summary(res: Result) -> dict[str, Any]:
     }
     if res.alpha_exact is not None:
         out["alpha_exact"] = str(res.alpha_exact)
+    mass = float(p[H].sum()) if H else 0.0
+    # α* = 1 + P(H*) − Q(H*) (subset form (8)), so Q(H*) = 1 + P(H*) − α*
+    out["H_summary"] = set_summary(H, mass, 1.0 + mass - float(res.alpha))
     return out
+
+
+def _set_text(out: dict[str, Any], full: bool) -> str:
+    H, summ = out["H"], out["H_summary"]
+    if full or len(H) <= H_PRINT_MAX:
+        return f"H* = {{{', '.join(map(str, H))}}}"
+    first, last = ", ".join(map(str, summ["first"])), ", ".join(map(str, summ["last"]))
+    return (
+        f"H* = {{{first}, …, {last}}}: {summ['size']:,} tokens, P(H*) = {summ['mass']:.6g}, "
+        f"Q(H*) = {summ['Q']:.6g} (--full prints every token, --out FILE writes them)"
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``solve`` command to ``app``."""
 
     @app.command("solve")
-    @bad_input_exits_2
+    @cli_command
     def solve_cmd(
         p: POption = None,
         q: QOption = None,
@@ -123,6 +163,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--scheme", help=SCHEME_HELP),
         ] = "with",
+        table: TableOption = None,
         method: Annotated[
             str, typer.Option("--method", help="A method of mdsd_ot.METHODS, or auto.")
         ] = DEFAULT_METHOD,
@@ -130,25 +171,46 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--plan", help="Write the transport plan to this .npy or .json file."),
         ] = None,
+        full: Annotated[
+            bool,
+            typer.Option(
+                "--full", help=f"Print every token of H* (default: a summary above {H_PRINT_MAX})."
+            ),
+        ] = False,
         as_json: JsonOption = False,
+        out: OutOption = None,
     ) -> None:
         """Solve one instance: print α*, an optimal set H* and the time."""
         check_drafts_option(n)
-        inst = instance_from_options(p, q, n, scheme)
-        if plan is not None and Path(plan).suffix not in (".npy", ".json"):
-            raise ValueError(f"--plan: give a file name ending in .npy or .json, got {plan!r}")
-        res = solve(inst.p, inst.draft, method=method)
-        out = _summary(res)
         if plan is not None:
-            out["plan"] = str(write_plan(res.plan, plan, res.method))
+            check_output_file(plan, "--plan", (".npy", ".json"))
+        if out is not None:
+            check_output_file(out, "--out", (".json",))
+            if plan is not None and Path(out).resolve() == Path(plan).resolve():
+                raise ValueError("--out: give a file other than --plan's")
+        inst = instance_from_options(p, q, n, scheme, table)
+        res = solve(inst.p, inst.draft, method=method)
+        summary = _summary(res, inst.p.float)
+        if plan is not None:
+            summary["plan"] = str(write_plan(res.plan, plan, res.method))
+        summary.update(inst.spec())
+        if out is not None:
+            write_text(out, "--out", json.dumps(summary) + "\n")
+        shown = dict(summary)
+        if not full and len(summary["H"]) > H_PRINT_MAX:
+            del shown["H"]  # the summary stays; --full or --out give every token
+            if len(inst.p) > H_PRINT_MAX:
+                for key in ("p", "q", "qs", "table"):
+                    shown.pop(key, None)
         if as_json:
-            out.update(inst.spec())
-            typer.echo(json.dumps(out))
+            typer.echo(json.dumps(shown))
             return
         exact = f" = {res.alpha_exact}" if res.alpha_exact is not None else ""
         typer.echo(f"instance: {inst.label}")
         typer.echo(f"α* = {res.alpha:.15g}{exact}")
-        typer.echo(f"H* = {{{', '.join(map(str, out['H']))}}}")
+        typer.echo(_set_text(summary, full))
         typer.echo(f"method: {res.method} ({res.status}), {1e3 * res.seconds:.2f} ms")
         if plan is not None:
-            typer.echo(f"plan written to {out['plan']}")
+            typer.echo(f"plan written to {summary['plan']}")
+        if out is not None:
+            typer.echo(f"result written to {out}")

@@ -197,14 +197,28 @@ class DraftLaw:
         """The support of p_draft as ``{draft tuple: probability}`` (zero entries omitted)."""
         if exact is None:
             exact = self.rational
-        V_.check_size(
-            self.support_size_bound(),
-            JOINT_MAX_ENTRIES,
-            f"the joint law of {self!r}",
+        what = f"the joint law of {self!r}"
+        hint = (
             "use Q(H) or the set-reduced form (method='reduced'), or the fast solver "
-            "(method='fast')",
+            "(method='fast')"
         )
+        self._refuse_above_bits(self.support_size_bits(), JOINT_MAX_ENTRIES, what, hint)
+        V_.check_size(self.support_size_bound(), JOINT_MAX_ENTRIES, what, hint)
         return {t: w for t, w in self._items(exact) if w != 0}
+
+    def support_size_bits(self) -> float:
+        """log2 of :meth:`support_size_bound`, computed without forming the count (a cheap guard
+        for huge n: V**n with n = 10**20 is never evaluated)."""
+        return self.n * math.log2(max(self.V, 2))
+
+    @staticmethod
+    def _refuse_above_bits(bits: float, limit: int, what: str, hint: str) -> None:
+        """Refuse counts above 2^1024 from their log2 alone (the exact count is never formed)."""
+        if bits > 1024:
+            raise ValueError(
+                f"instance too large for {what}: needs about 2^{bits:,.0f} entries (limit "
+                f"{limit:,}); {hint}"
+            )
 
     def support_size_bound(self) -> int:
         """An upper bound on the number of draft tuples with positive probability.
@@ -219,13 +233,13 @@ class DraftLaw:
     def joint(self, max_entries: int | None = None) -> np.ndarray:
         """Dense float64 table of shape ``(V,)*n``; refuses above ``max_entries`` entries."""
         limit = JOINT_MAX_ENTRIES if max_entries is None else max_entries
-        V_.check_size(
-            self.V**self.n,
-            limit,
-            f"a dense joint table of {self!r}",
+        what = f"a dense joint table of {self!r}"
+        hint = (
             "use Q(H), joint_items(), the set-reduced form (method='reduced') or the fast "
-            "solver (method='fast')",
+            "solver (method='fast')"
         )
+        self._refuse_above_bits(self.n * math.log2(max(self.V, 2)), limit, what, hint)
+        V_.check_size(self.V**self.n, limit, what, hint)
         out = np.zeros((self.V,) * self.n)
         for t, w in self._items(False):
             out[t] += float(w)

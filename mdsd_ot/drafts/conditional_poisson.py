@@ -77,7 +77,11 @@ class ConditionalPoisson(QLaw):
         return as_mask(H, self.V)
 
     def _Q(self, mask, exact):
-        return self.e(self.n, mask, exact) / self.e(self.n, None, exact)
+        num, den = self.e(self.n, mask, exact), self.e(self.n, None, exact)
+        if not exact and not den > 1e-290:  # e_n(q) underflows: the floats' exact ratio
+            ratio = self.e(self.n, mask, True) / self.e(self.n, None, True)
+            return float(ratio)
+        return num / den
 
     def _items(self, exact):
         qv = self.qvals(exact)

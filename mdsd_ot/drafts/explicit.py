@@ -86,6 +86,9 @@ class Explicit(DraftLaw):
     def support_size_bound(self):
         return int(np.count_nonzero(self._flat.float))
 
+    def support_size_bits(self) -> float:
+        return float(np.log2(max(self.support_size_bound(), 2)))
+
     def joint(self, max_entries=None):
         return self._table.copy()
 

@@ -9,6 +9,7 @@ general (the fast solver uses the closed form, not prefixes).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,6 +117,9 @@ class Greedy(QLaw):
     def support_size_bound(self):
         return self.V
 
+    def support_size_bits(self) -> float:
+        return math.log2(max(self.V, 2))
+
     def set_count_bound(self):
         return self.V
 
@@ -191,6 +195,9 @@ class SpecHub(QLaw):
 
     def support_size_bound(self):
         return 2 * self.V
+
+    def support_size_bits(self) -> float:
+        return math.log2(2 * self.V)
 
     def set_count_bound(self):
         return self.V

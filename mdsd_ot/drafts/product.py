@@ -20,7 +20,10 @@ from ._sets import (
 )
 from .sampling import InverseCDF
 
-__all__ = ["Product"]
+__all__ = ["Product", "MAX_PRODUCT_DRAFTS"]
+
+#: A product law stores its n distributions: at most this many drafts.
+MAX_PRODUCT_DRAFTS: int = 2**16
 
 
 class Product(DraftLaw):
@@ -52,7 +55,14 @@ class Product(DraftLaw):
         if qs is None:
             if q is None or n is None:
                 raise ValueError("qs: the product scheme needs one q per draft (qs=[q1, q2, ...])")
-            qs = [q] * V_.check_n(n)
+            n = V_.check_n(n)
+            if n > MAX_PRODUCT_DRAFTS:
+                raise ValueError(
+                    f"n: a product law stores one distribution per draft; n = {n:,} exceeds "
+                    f"{MAX_PRODUCT_DRAFTS:,}; for n i.i.d. drafts from one q use "
+                    "WithReplacement(q, n)"
+                )
+            qs = [q] * n
         if n is not None and V_.check_n(n) != len(qs):
             raise ValueError(f"n: got n={n} but {len(qs)} draft distributions in qs")
         return cls(qs)

@@ -18,7 +18,10 @@ from ._sets import (
 )
 from .sampling import inverse_cdf_table
 
-__all__ = ["WithReplacement"]
+__all__ = ["WithReplacement", "EXACT_POWER_BITS"]
+
+#: Exact Q(H) = q(H)^n refuses rationals larger than this many bits (about 8 MB).
+EXACT_POWER_BITS: int = 2**26
 
 
 class WithReplacement(QLaw):
@@ -43,6 +46,13 @@ class WithReplacement(QLaw):
     def _Q(self, mask, exact):
         qv = self.qvals(exact)
         s = sum((qv[i] for i in np.flatnonzero(mask)), zero(exact))
+        if exact and 0 < s < 1:
+            bits = self.n * (s.numerator.bit_length() + s.denominator.bit_length())
+            if bits > EXACT_POWER_BITS:
+                raise ValueError(
+                    f"exact: Q(H) = q(H)^n with n = {self.n:,} needs rationals of about "
+                    f"{bits:,} bits (limit {EXACT_POWER_BITS:,}); use exact=False (floats)"
+                )
         return s**self.n
 
     def _items(self, exact):

@@ -22,6 +22,10 @@ run it anyway.  A method that declines an instance with a :class:`ValueError` (t
 or a draft law it does not handle) is reported under ``skipped`` for that instance, not as a
 failure.  Any other exception is a failure (``errors``).
 
+One value cannot disagree with anything: an instance that only one method solved (and that the
+exact certificate could not check, e.g. a vocabulary where only ``fast`` runs) passes ``ok`` but
+is not ``checked`` (:attr:`InstanceReport.checked`); ``mdsd-ot crosscheck`` says so and exits 1.
+
 Examples
 --------
 >>> from mdsd_ot.drafts import WithReplacement
@@ -44,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as V_
-from ..drafts import SCHEMES, DraftLaw, Vector, make
+from ..drafts import SCHEMES, DraftLaw, Explicit, QLaw, Vector, make
 from ..exact import METHODS
 
 __all__ = [
@@ -62,14 +66,10 @@ __all__ = [
 #: Default tolerance on the spread of α* over methods.
 DEFAULT_TOL: float = 1e-9
 
-#: Schemes drawn by :func:`random_instances` when none is named.
-RANDOM_SCHEMES: tuple[str, ...] = (
-    "with",
-    "without",
-    "conditional-poisson",
-    "product",
-    "greedy",
-    "spechub",
+#: Schemes drawn by :func:`random_instances` when none is named: every registered law built from
+#: draft distributions (one q, or one q per draft), not from a joint table.
+RANDOM_SCHEMES: tuple[str, ...] = tuple(
+    name for name, cls in SCHEMES.items() if not issubclass(cls, Explicit)
 )
 
 
@@ -311,12 +311,9 @@ def random_instances(
     >>> [i.label for i in random_instances("with", V=3, n=2, trials=2, seed=1)]
     ['with V=3 n=2 #0', 'with V=3 n=2 #1']
     """
-    if scheme is not None and scheme not in SCHEMES:
-        raise ValueError(
-            f"scheme: unknown scheme {scheme!r}; choose one of {', '.join(RANDOM_SCHEMES)}"
-        )
-    if scheme == "explicit":
-        raise ValueError("scheme: random instances are drawn for q-based schemes; not 'explicit'")
+    if scheme is not None and scheme not in RANDOM_SCHEMES:
+        why = "unknown scheme" if scheme not in SCHEMES else "no random instances for scheme"
+        raise ValueError(f"scheme: {why} {scheme!r}; choose one of {', '.join(RANDOM_SCHEMES)}")
     if isinstance(V, bool) or not isinstance(V, int | np.integer) or V < 1:
         raise ValueError(f"vocab: the vocabulary size must be an integer >= 1, got {V!r}")
     n = V_.check_n(n)
@@ -326,11 +323,12 @@ def random_instances(
     out = []
     for t in range(int(trials)):
         s = scheme or RANDOM_SCHEMES[t % len(RANDOM_SCHEMES)]
+        cls = SCHEMES[s]
         p = rng.dirichlet(np.full(V, concentration))
-        if s == "product":
+        if issubclass(cls, QLaw):  # one q for every draft
+            law = make(s, rng.dirichlet(np.full(V, concentration)), cls.fixed_n or n)
+        else:  # one q per draft
             law = make(s, qs=[rng.dirichlet(np.full(V, concentration)) for _ in range(n)])
-        else:
-            law = make(s, rng.dirichlet(np.full(V, concentration)), 2 if s == "spechub" else n)
         out.append(make_instance(p, law, f"{s} V={V} n={law.n} #{t}"))
     return out
 
@@ -378,6 +376,13 @@ class InstanceReport:
     certificate: dict[str, Any] | None = None
     ok: bool = True
 
+    @property
+    def checked(self) -> bool:
+        """Whether a cross-check took place: at least two independent values of α* (two methods
+        that solved the instance, or one method and the exact certificate).  One value cannot
+        disagree with anything, so ``ok`` alone says nothing about it."""
+        return len(self.alpha) + (self.certificate is not None) >= 2
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this instance (keys of the ``mdsd-ot crosscheck --json`` schema)."""
         out: dict[str, Any] = {"label": self.instance.label}
@@ -386,6 +391,7 @@ class InstanceReport:
         out["seconds"] = {m: float(s) for m, s in self.seconds.items()}
         out["spread"] = float(self.spread)
         out["ok"] = bool(self.ok)
+        out["checked"] = self.checked
         if self.alpha_exact is not None:
             out["alpha_exact"] = str(self.alpha_exact)
         if self.certificate is not None:
@@ -429,10 +435,21 @@ class CrosscheckReport:
         """The largest spread over all instances."""
         return max((r.spread for r in self.instances), default=0.0)
 
+    @property
+    def unchecked(self) -> list[InstanceReport]:
+        """The instances on which no cross-check took place (fewer than two values of α*)."""
+        return [r for r in self.instances if not r.checked]
+
+    @property
+    def checked(self) -> bool:
+        """Whether every instance was cross-checked (see :attr:`InstanceReport.checked`)."""
+        return not self.unchecked
+
     def to_json(self) -> dict[str, Any]:
-        """``{"ok", "tolerance", "instances": [...], "methods", "excluded", "seconds", ...}``."""
+        """``{"ok", "checked", "tolerance", "instances": [...], "methods", "excluded", ...}``."""
         return {
             "ok": bool(self.ok),
+            "checked": self.checked,
             "tolerance": float(self.tolerance),
             "instances": [r.to_json() for r in self.instances],
             "methods": list(self.methods),

@@ -110,6 +110,10 @@ def gap_report(
     [('with', ['rrs-with', 'k-seq', 'optimal']), ('without', ['rrs-without', 'optimal'])]
     """
     n = V_.check_n(n)
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+        raise ValueError(
+            f"samples: the draft tuples per position must be an integer >= 1, got {samples!r}"
+        )
     A = np.asarray(P, dtype=np.float64)
     B = np.asarray(Q, dtype=np.float64)
     if A.ndim == 1:

@@ -116,3 +116,29 @@ def test_bad_usage_exits_2(app, args, message):
     r = _run(app, *args)
     assert r.exit_code == 2, r.output
     assert message in r.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seed", "-1"], "--seed: must be an integer in [0, 2^63 - 1]"),
+        (["--level", "nan"], "--level: must be a finite number > 0 and < 1"),
+        (["--vocab", "100000000"], "--vocab: must be an integer in [1, 64]"),
+        (["--samples", "0"], "--samples: must be an integer in [1, 10,000,000]"),
+        (["--instances", "0"], "--instances: must be an integer in [1, 1,000,000]"),
+        (["--out", "/nonexistent-dir/r.json"], "--out: directory /nonexistent-dir does not exist"),
+    ],
+)
+def test_bounds_and_output_paths_are_checked_before_any_work(app, args, message):
+    res = _run(app, OK, *args)
+    assert res.exit_code == 2, res.output
+    assert message in " ".join(res.output.split())
+
+
+def test_out_writes_the_json_result(app, tmp_path):
+    f = tmp_path / "r.json"
+    res = _run(app, OK, "-n", "2", "--instances", "3", "--out", str(f))
+    assert res.exit_code == 0, res.output
+    data = json.loads(f.read_text())
+    assert data["function"] == OK and data["scheme"] == "with"
+    assert data["passed"] is True
