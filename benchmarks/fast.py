@@ -1,63 +1,49 @@
-"""Cost of the fast solver (T7) as ratios to one ``np.argsort`` of V float64 ratios, one run.
+"""Cost of the fast solver as ratios to one ``np.argsort`` of V float64 ratios, one run: new vs old.
 
-Run: ``python benchmarks/fast.py [--quick] [--repeats R]``.
+Run: ``python benchmarks/fast.py [--quick] [--repeats R] [--shard FILE.npz]``.
 
-Inputs are realistic next-token distributions: target ``p = softmax(z / 0.7)`` with Zipf-like
-logits ``z = -log(rank)`` (a random token order per row), draft ``q = softmax((z + N(0, 1)) / 0.7)``,
-so α* lies between about 0.5 and 0.95.  Every timing is taken in the same rounds as the
-``np.argsort`` baseline (interleaved, median of the per-round ratios), because the machine may
-be shared.  Printed:
+"new" is the public ``mdsd_ot.fast.alpha_star(p, q, n=..., scheme=...)`` as shipped (``path="auto"``:
+bucket-and-bound for with, without and conditional Poisson, :mod:`mdsd_ot.fast.bucket`); "old" is
+the same call with ``path="sort"`` (the sorting path of T7).  Both include input validation (the
+figure that counts, issue 14); "core" columns time ``solve_rows`` on validated rows.  Every
+timing is taken in the same rounds as the ``np.argsort`` baseline (interleaved, median of the
+per-round ratios), because the machine may be shared.  Printed:
 
-1. per scheme, the public ``alpha_star`` (with validation) and the solver core ``solve_rows``
-   as multiples of the argsort, V = 152,064, against the issue's targets;
-2. batched B = 64: core cost per row divided by the single-row cost;
-3. peak memory of a B = 64 solve (tracemalloc) in units of one (B, V) float64 array;
-4. the T12 side-by-side: sequential (without replacement) α* against the e_n
-   (conditional-Poisson) value at V = 32,000 and 152,064, n = 2..4.
+1. the synthetic family (:mod:`mdsd_ot.synthetic`, V = 152,064) at temperatures 0.5, 0.7, 1.0
+   and 1.5: new and old, public and core, against the issue's targets;
+2. the adversarial inputs (all ratios equal, ratios over 600 octaves, zeros in p and q, 1e-300
+   masses, ties, a near point mass, one bucket holding 60% or 80% of the tokens and the
+   optimum: scanned, or sorted after the bucketing pass): new / old (must stay <= 1.2);
+3. several laws of one row at once (``alpha_star_laws``: with, without and conditional Poisson,
+   n = 2; issue 12's target <= 2x one argsort);
+4. batched B = 64: cost per row of the new public call;
+5. with ``--shard``: rows of a real-text shard (an ``.npz`` with arrays ``p`` and ``q``), when
+   one exists (none ships with the repository).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-import tracemalloc
 
 import numpy as np
 
-from mdsd_ot.fast import alpha_star, solve_rows
+from mdsd_ot.fast import alpha_star, alpha_star_laws, solve_rows
+from mdsd_ot.synthetic import synthetic_batch, synthetic_pair
 
 V_BIG = 152_064
 
-
-#: (scheme, n, target ratio to np.argsort) from the issue.
+#: (scheme, n, target ratio of the new public call to np.argsort) from issue 14.
 CASES = [
-    ("with", 2, 1.5),
-    ("with", 4, 1.5),
-    ("without", 2, 2.0),
-    ("conditional-poisson", 2, 2.0),
-    ("conditional-poisson", 4, 2.0),
-    ("greedy", 2, 1.5),
-    ("greedy", 4, 1.5),
-    ("single", 1, None),
-    ("without", 3, 25.0),
-    ("without", 4, 40.0),
+    ("with", 2, 0.4),
+    ("with", 4, 0.4),
+    ("with", 8, 0.4),
+    ("without", 2, 0.5),
+    ("conditional-poisson", 2, 0.6),
+    ("conditional-poisson", 4, 0.6),
+    ("without", 3, 1.5),
+    ("without", 4, 3.0),
 ]
-
-
-def realistic(
-    B: int, V: int, seed: int = 0, temperature: float = 0.7, noise: float = 1.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """(B, V) target and draft rows: softmax of Zipf-like logits at ``temperature``, plus noise."""
-    rng = np.random.default_rng(seed)
-    z = -np.log(np.arange(1, V + 1, dtype=np.float64))
-    Z = np.stack([rng.permutation(z) for _ in range(B)])
-
-    def softmax(x):
-        x = x - x.max(axis=-1, keepdims=True)
-        e = np.exp(x)
-        return e / e.sum(axis=-1, keepdims=True)
-
-    return softmax(Z / temperature), softmax((Z + rng.normal(0.0, noise, Z.shape)) / temperature)
 
 
 def _time(f) -> float:
@@ -67,7 +53,7 @@ def _time(f) -> float:
 
 
 def ratios(fns: dict, baseline, repeats: int) -> dict:
-    """Median over rounds of time(f) / time(baseline), baseline timed in the same round."""
+    """Median over rounds of time(f) / time(baseline), the baseline timed in the same round."""
     out = {k: [] for k in fns}
     for f in [baseline, *fns.values()]:  # warm-up
         f()
@@ -80,70 +66,149 @@ def ratios(fns: dict, baseline, repeats: int) -> dict:
     return {k: float(np.median(v)) for k, v in out.items()}
 
 
+def adversarial(V: int, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The issue's adversarial rows (seeded): (p, q) float64, each summing to 1."""
+    rng = np.random.default_rng(seed)
+    q = rng.dirichlet(np.full(V, 0.5))
+    out = {"equal ratios": (q.copy(), q)}
+    p = q * np.exp2(rng.uniform(-300, 300, V))
+    out["600 octaves"] = (p / p.sum(), q)
+    p, qz = rng.dirichlet(np.ones(V)), q.copy()
+    p[rng.random(V) < 0.3] = 0.0
+    qz[rng.random(V) < 0.3] = 0.0
+    out["zeros in p and q"] = (p / p.sum(), qz / qz.sum())
+    p, qt = rng.dirichlet(np.ones(V)), q.copy()
+    p[rng.random(V) < 0.2] = 1e-300
+    qt[rng.random(V) < 0.2] = 1e-300
+    out["1e-300 masses"] = (p / p.sum(), qt / qt.sum())
+    p = q * rng.choice([0.25, 1.0, 4.0], V)
+    out["ties (3 ratios)"] = (p / p.sum(), q)
+    qa = np.full(V, 1e-12 / V)
+    qa[0] = 1.0
+    out["near point mass"] = (rng.dirichlet(np.ones(V)), qa / qa.sum())
+    for share, name in ((0.35, "dense bucket, scanned"), (0.6, "dense bucket, sorted")):
+        out[name] = dense_bucket(V, share, rng)
+    return out
+
+
+def dense_bucket(V: int, share: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A share of the tokens in one bucket (ratios near 0.8, q mass 0.02) holding the optimum
+    of with replacement, n = 2 (p/q crosses 2 q(H) there); the rest before (ratio ~0, q mass
+    0.39) and after (ratios 1.5..1.85).  Above MAX_FRACTION the row is sorted instead."""
+    inner = int(share * V)
+    outer = (V - inner) // 2
+    sizes = (outer, inner, V - inner - outer)
+    blocks = [(0.39, 1e-6, 2e-6), (0.02, 0.79, 0.81), (0.59, 1.5, 1.85)]
+    qs, ps = [], []
+    for size, (mass, lo, hi) in zip(sizes, blocks, strict=True):
+        qb = rng.dirichlet(np.ones(size)) * mass
+        qs.append(qb)
+        ps.append(qb * rng.uniform(lo, hi, size))
+    perm = rng.permutation(V)
+    q, p = np.concatenate(qs)[perm], np.concatenate(ps)[perm]
+    return p / p.sum(), q / q.sum()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats and rows")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, temperatures, cases")
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--shard", default=None, help="an .npz with real-text rows p, q (optional)")
     args = ap.parse_args()
-    R = args.repeats or (5 if args.quick else 15)
-    cases = CASES
+    R = args.repeats or (5 if args.quick else 11)
+    temps = (0.7,) if args.quick else (0.5, 0.7, 1.0, 1.5)
 
-    P, Q = realistic(64, V_BIG, seed=1)
-    p, q = P[0].copy(), Q[0].copy()
-    key = p / q
+    p0, q0 = synthetic_pair(V_BIG, 0.7, 1)
+    key = p0 / q0
     base = lambda: np.argsort(key)  # noqa: E731
     t_sort = min(_time(base) for _ in range(R))
     print(f"V = {V_BIG:,}; np.argsort of V float64 ratios: {t_sort * 1e3:.2f} ms (best of {R})")
-    print("alpha* of these inputs (64 rows, mean [min, max]):")
-    for s, n, _ in cases[:7]:
-        a = alpha_star(P, Q, n=n, scheme=s)
-        print(f"  {s:>20} n={n}: {a.mean():.3f} [{a.min():.3f}, {a.max():.3f}]")
+    print("ratios: median over rounds of time / np.argsort timed in the same round\n")
 
-    print("\n1. cost / np.argsort, single row (median of per-round ratios):")
-    print(f"  {'scheme':>20} {'n':>2} {'public':>8} {'core':>8} {'target':>7}")
-    P1, Q1 = p[None, :], q[None, :]
-    for s, n, target in cases:
+    print("1. synthetic family, one row: new (bucket-and-bound) vs old (sort), public and core")
+    head = (
+        f"  {'T':>4} {'scheme':>20} {'n':>2} {'new':>6} {'old':>6} {'core new':>9} {'core old':>9}"
+    )
+    print(head + f" {'target':>7}")
+    for T in temps:
+        p, q = synthetic_pair(V_BIG, T, 1)
+        P1, Q1 = p[None, :], q[None, :]
+        for s, n, target in CASES:
+            r = ratios(
+                {
+                    "new": lambda s=s, n=n, p=p, q=q: alpha_star(p, q, n=n, scheme=s),
+                    "old": lambda s=s, n=n, p=p, q=q: alpha_star(p, q, n=n, scheme=s, path="sort"),
+                    "core new": lambda s=s, n=n, P=P1, Q=Q1: solve_rows(P, Q, n, s),
+                    "core old": lambda s=s, n=n, P=P1, Q=Q1: solve_rows(P, Q, n, s, path="sort"),
+                },
+                base,
+                R if n <= 2 or not args.quick else 3,
+            )
+            ok = "ok" if r["new"] <= target else "OVER"
+            print(
+                f"  {T:>4} {s:>20} {n:>2} {r['new']:>5.2f}x {r['old']:>5.2f}x "
+                f"{r['core new']:>8.2f}x {r['core old']:>8.2f}x {target:>6g}x {ok}"
+            )
+
+    print("\n2. adversarial rows (V = 152,064): public new / old (worst case must stay <= 1.2)")
+    print(f"  {'case':>22} {'scheme':>20} {'n':>2} {'new':>6} {'old':>6} {'new/old':>8}")
+    adv = adversarial(V_BIG)
+    names = list(adv)[:3] if args.quick else list(adv)
+    for name in names:
+        p, q = adv[name]
+        for s, n in (("with", 2), ("without", 2), ("conditional-poisson", 2), ("without", 3)):
+            r = ratios(
+                {
+                    "new": lambda s=s, n=n, p=p, q=q: alpha_star(p, q, n=n, scheme=s),
+                    "old": lambda s=s, n=n, p=p, q=q: alpha_star(p, q, n=n, scheme=s, path="sort"),
+                },
+                base,
+                R,
+            )
+            a_new = alpha_star(p, q, n=n, scheme=s)
+            a_old = alpha_star(p, q, n=n, scheme=s, path="sort")
+            same = "same α*" if abs(a_new - a_old) <= 1e-12 else f"DIFF {a_new - a_old:+.1e}"
+            print(
+                f"  {name:>22} {s:>20} {n:>2} {r['new']:>5.2f}x {r['old']:>5.2f}x "
+                f"{r['new'] / r['old']:>7.2f}  {same}"
+            )
+
+    laws = [("with", 2), ("without", 2), ("conditional-poisson", 2)]
+    print("\n3. three laws of one row at once (alpha_star_laws; issue 12 target <= 2x):")
+    for T in temps[:2]:
+        p, q = synthetic_pair(V_BIG, T, 1)
         r = ratios(
             {
-                "public": lambda s=s, n=n: alpha_star(p, q, n=n, scheme=s),
-                "core": lambda s=s, n=n: solve_rows(P1, Q1, n, s),
+                "new": lambda p=p, q=q: alpha_star_laws(p, q, laws),
+                "old": lambda p=p, q=q: alpha_star_laws(p, q, laws, path="sort"),
             },
             base,
             R,
         )
-        tgt = "-" if target is None else f"{target:g}x"
-        ok = "" if target is None else ("  ok" if r["core"] <= target else "  OVER")
-        print(f"  {s:>20} {n:>2} {r['public']:>7.2f}x {r['core']:>7.2f}x {tgt:>7}{ok}")
+        ok = "ok" if r["new"] <= 2.0 else "OVER"
+        print(
+            f"  T={T}: {', '.join(f'{s} n={n}' for s, n in laws)}: new {r['new']:.2f}x, "
+            f"old {r['old']:.2f}x  {ok}"
+        )
 
-    B = 64
-    print(f"\n2. batched B = {B}: core cost per row / single-row core cost (target <= 1):")
-    reps = max(2, R // 3)
-    for s, n, _ in cases[:8]:
-        t1 = min(_time(lambda s=s, n=n: solve_rows(P1, Q1, n, s)) for _ in range(reps))
-        tB = min(_time(lambda s=s, n=n: solve_rows(P, Q, n, s)) for _ in range(reps))
-        print(f"  {s:>20} n={n}: {tB / B / t1:.2f}  ({tB / B * 1e3:.2f} vs {t1 * 1e3:.2f} ms/row)")
+    B = 16 if args.quick else 64
+    print(f"\n4. batched B = {B} (T = 0.7): public new, cost per row / np.argsort of one row")
+    P, Q = synthetic_batch(B, V_BIG, 0.7, 2)
+    for s, n, _ in CASES[:6]:
+        t = min(_time(lambda s=s, n=n: alpha_star(P, Q, n=n, scheme=s)) for _ in range(2))
+        print(f"  {s:>20} n={n}: {t / B / t_sort:.2f}x per row ({t / B * 1e3:.2f} ms)")
 
-    print(f"\n3. peak memory, B = {B} (tracemalloc), in units of one (B, V) float64 array:")
-    unit = B * V_BIG * 8
-    for s, n, _ in cases[:7]:
-        tracemalloc.start()
-        solve_rows(P, Q, n, s, return_set=True)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        print(f"  {s:>20} n={n}: {peak / unit:.1f} x B*V*8 bytes ({peak / 2**20:.0f} MiB)")
-
-    print("\n4. T12: sequential (without) alpha* vs the e_n (conditional-Poisson) value:")
-    rows = 8 if args.quick else 32
-    for V in (32_000, V_BIG):
-        Pv, Qv = realistic(rows, V, seed=2)
-        for n in (2, 3, 4):
-            cp = alpha_star(Pv, Qv, n=n, scheme="conditional-poisson")
-            wo = alpha_star(Pv, Qv, n=n, scheme="without")
-            d = cp - wo
-            print(
-                f"  V={V:>7,} n={n}: without {wo.mean():.4f}, e_n {cp.mean():.4f}, "
-                f"e_n - without: mean {d.mean():+.2e}, max {d.max():+.2e}, min {d.min():+.2e}"
+    if args.shard:
+        data = np.load(args.shard)
+        Ps, Qs = data["p"], data["q"]
+        print(f"\n5. real-text shard {args.shard}: {Ps.shape[0]} rows, V = {Ps.shape[1]:,}")
+        for s, n, _ in CASES[:6]:
+            t_new = min(_time(lambda s=s, n=n: alpha_star(Ps, Qs, n=n, scheme=s)) for _ in range(2))
+            t_old = min(
+                _time(lambda s=s, n=n: alpha_star(Ps, Qs, n=n, scheme=s, path="sort"))
+                for _ in range(2)
             )
+            print(f"  {s:>20} n={n}: new / old = {t_new / t_old:.2f}")
 
 
 if __name__ == "__main__":

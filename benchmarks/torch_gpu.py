@@ -1,45 +1,50 @@
-"""The torch solver on (B, V) batches: positions per second and cost / ``torch.sort``, one run.
+"""The torch solver on (B, V) batches, one prepared run: correctness first, then CUDA-event timings.
 
-Run: ``python benchmarks/torch_gpu.py [--device cuda|cpu] [--quick]``.
+Run (on a machine with a GPU): ``python benchmarks/torch_gpu.py [--quick] [--out FILE.json]``;
+on a CPU it runs the same steps with ``time.perf_counter`` (``--device cpu``).
 
-For V in (32,000, 152,064), B in (64, 1,024), float32 and float64, every scheme: the solver core
-(``mdsd_ot.fast.solve_rows`` on validated tensors, which has no host synchronisation) and the
-public ``mdsd_ot.torch.alpha_star`` (with on-device validation: one synchronisation), timed with
-CUDA events on a GPU and ``time.perf_counter`` on CPU, as a ratio to ``torch.sort`` of the same
-(B, V) tensor of keys measured in the same rounds.  On CUDA it also checks that the core runs with
-``torch.cuda.set_sync_debug_mode("error")`` (any host-device synchronisation raises) and reports
-the peak extra memory of the core as a multiple of the input (p and q together).
-``--quick`` (for CPUs) uses B in (8, 64) and fewer repeats.
+1. **Correctness** against numpy float64 (the reference): for every case and both routes
+   (``path="bucket"``, the bucket-and-bound of issue 14, and ``path="sort"``), float64 tensors on
+   the device must give numpy's α* within 1e-12, float32 within ``mdsd_ot.torch.FLOAT32_BOUND``;
+   the script stops (exit 1) before timing anything if one does not.
+2. **Timings**, with CUDA events, as ratios to ``torch.sort`` of the same (B, V) tensor of keys
+   measured in the same rounds (median of per-round ratios): the public call
+   ``mdsd_ot.torch.alpha_star`` (validation included) on both routes, and the solver core
+   ``solve_rows`` (validated rows).  Issue 14's GPU row: with replacement, n = 2, fp32,
+   B = 1,024, V = 152,064: the bucket route <= 0.5x ``torch.sort``.
+3. **Host synchronisations**: the bucket route reads the host once (the survivor counts);
+   the sort route's core none.  On CUDA the core runs under ``set_sync_debug_mode("warn")`` and
+   the warnings are counted.
+4. **Peak memory** of each call beyond its inputs, as a multiple of the input (p and q).
 
-Issue targets on an H200 (fp32, B = 1,024, V = 152,064; ``torch.sort`` about 11.6 ms): with,
-without (n = 2), conditional Poisson and greedy <= 1.3x the sort; without n = 3 <= 5x.
+Everything printed is also written to ``--out`` (JSON) for the closing note.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fast import realistic  # noqa: E402  (the same realistic inputs)
+import mdsd_ot.torch as mt
+from mdsd_ot.fast import alpha_star as np_alpha_star
+from mdsd_ot.fast.solver import solve_rows
+from mdsd_ot.synthetic import synthetic_batch
 
-import mdsd_ot.torch as mt  # noqa: E402
-from mdsd_ot.fast import solve_rows  # noqa: E402
-
+#: (scheme, n, issue target of the bucket route's public call / torch.sort, fp32 B=1024 only)
 CASES = [
-    ("with", 2, 1.3),
-    ("without", 2, 1.3),
-    ("conditional-poisson", 2, 1.3),
+    ("with", 2, 0.5),
+    ("without", 2, None),
+    ("conditional-poisson", 2, None),
     ("conditional-poisson", 4, None),
-    ("greedy", 2, 1.3),
-    ("greedy", 4, None),
-    ("single", 1, None),
-    ("without", 3, 5.0),
+    ("without", 3, None),
+    ("greedy", 2, None),
 ]
 
 
@@ -64,9 +69,9 @@ class Timer:
 
 
 def measure(timer: Timer, fns: dict, baseline, repeats: int) -> tuple[float, dict]:
-    """Best baseline time and the median per-round ratio of each function to it."""
+    """Best baseline time and, per function, (median per-round ratio, best time)."""
     for f in [baseline, *fns.values()]:
-        f()  # warm-up (kernels, allocator)
+        f()  # warm-up (kernels, allocator, cached constants)
     ratios = {k: [] for k in fns}
     best = {k: float("inf") for k in fns}
     base = float("inf")
@@ -81,52 +86,90 @@ def measure(timer: Timer, fns: dict, baseline, repeats: int) -> tuple[float, dic
     return base, {k: (float(np.median(v)), best[k]) for k, v in ratios.items()}
 
 
-def check_no_sync(P, Q, n, scheme) -> str:
-    """Run the core with sync debug mode "error": any host-device synchronisation raises."""
-    torch.cuda.set_sync_debug_mode("error")
+def check(Pn, Qn, device, log) -> bool:
+    """Step 1: float64 within 1e-12 and float32 within FLOAT32_BOUND of numpy float64."""
+    ok = True
+    for scheme, n, _ in CASES:
+        ref = np_alpha_star(Pn, Qn, n=n, scheme=scheme, path="sort")
+        for dtype, tol in ((torch.float64, 1e-12), (torch.float32, mt.FLOAT32_BOUND)):
+            P = torch.from_numpy(Pn).to(device, dtype)
+            Q = torch.from_numpy(Qn).to(device, dtype)
+            for path in ("bucket", "sort"):
+                a = mt.alpha_star(P, Q, n=n, scheme=scheme, path=path).double().cpu().numpy()
+                dev = float(np.max(np.abs(a - ref)))
+                good = dev <= tol
+                ok &= good
+                log(
+                    f"  check {scheme:>20} n={n} {str(dtype)[6:]:>7} {path:>6}: "
+                    f"max |a - numpy| = {dev:.1e} (tol {tol:g}) {'ok' if good else 'FAIL'}"
+                )
+    return ok
+
+
+def syncs(P, Q, n, scheme, path) -> int:
+    """CUDA: number of synchronisation warnings of one public call (set_sync_debug_mode)."""
+    torch.cuda.set_sync_debug_mode("warn")
     try:
-        solve_rows(P, Q, n, scheme, return_set=True)
-        return "no sync"
-    except RuntimeError as exc:  # pragma: no cover - reported, not hidden
-        return f"SYNC: {str(exc).splitlines()[0][:60]}"
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            mt.alpha_star(P, Q, n=n, scheme=scheme, path=path)
+        return len(w)
     finally:
         torch.cuda.set_sync_debug_mode("default")
 
 
-def peak_extra(P, Q, n, scheme) -> float:
-    """Peak memory of the core beyond its inputs, in units of the input (p and q)."""
+def peak_extra(P, Q, f) -> float:
+    """CUDA: peak memory of ``f()`` beyond what was allocated before, in units of p and q."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    solve_rows(P, Q, n, scheme, return_set=False)
+    f()
     torch.cuda.synchronize()
-    extra = torch.cuda.max_memory_allocated() - before
-    return extra / (P.numel() * P.element_size() * 2)
+    return (torch.cuda.max_memory_allocated() - before) / (2 * P.numel() * P.element_size())
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--quick", action="store_true", help="B in (8, 64), fewer repeats")
+    ap.add_argument("--quick", action="store_true", help="smaller batches, fewer repeats")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--B", type=int, nargs="*", default=None)
-    ap.add_argument("--V", type=int, nargs="*", default=[32_000, 152_064])
+    ap.add_argument("--V", type=int, nargs="*", default=[152_064])
     ap.add_argument("--dtypes", nargs="*", default=["float32", "float64"])
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (CPU)")
+    ap.add_argument("--out", default=None, help="also write the results as JSON")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    Bs = args.B or ([8, 64] if args.quick else [64, 1024])
+    cuda = device.type == "cuda"
+    Bs = args.B or ([8, 64] if args.quick or not cuda else [64, 1024])
     R = args.repeats or (3 if args.quick else 10)
     timer = Timer(device)
-    cases = CASES
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"device: {name}; torch {torch.__version__}; threads {torch.get_num_threads()}")
-    print("ratio = median over rounds of time / torch.sort(keys) of the same (B, V) tensor")
+    lines: list[str] = []
+    results: list[dict] = []
+
+    def log(s: str) -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    name = torch.cuda.get_device_name(device) if cuda else "CPU"
+    log(f"device: {name}; torch {torch.__version__}; threads {torch.get_num_threads()}")
     t_start = time.perf_counter()
+
+    log("1. correctness against numpy float64 (B = 4, V = 152,064, temperatures 0.7 and 1.5)")
+    ok = True
+    for T in (0.7, 1.5):
+        Pn, Qn = synthetic_batch(4, 152_064, T, 7)
+        ok &= check(Pn, Qn, device, log)
+    if not ok:
+        log("correctness FAILED: no timings")
+        _write(args.out, lines, results)
+        return 1
+
+    log("\n2-4. timings: median over rounds of time / torch.sort(keys) of the same (B, V)")
     for V in args.V:
-        Pn, Qn = realistic(max(Bs), V, seed=3)
+        Pn, Qn = synthetic_batch(max(Bs), V, 0.7, 3)
         for B in Bs:
             for dt in args.dtypes:
                 dtype = getattr(torch, dt)
@@ -134,31 +177,61 @@ def main() -> None:
                 Q = torch.from_numpy(Qn[:B]).to(device, dtype)
                 keys = P / Q
                 base = lambda keys=keys: torch.sort(keys, dim=-1)  # noqa: E731
-                print(f"\nV={V:,} B={B} {dt}:")
-                for scheme, n, target in cases:
+                log(f"\nV={V:,} B={B} {dt}:")
+                for scheme, n, target in CASES:
+                    kernel = {"spechub": "greedy"}.get(scheme, scheme)
                     fns = {
-                        "core": lambda s=scheme, n=n, P=P, Q=Q: solve_rows(P, Q, n, s),
-                        "public": lambda s=scheme, n=n, P=P, Q=Q: mt.alpha_star(
-                            P, Q, n=n, scheme=s
+                        "bucket": lambda s=scheme, n=n, P=P, Q=Q: mt.alpha_star(
+                            P, Q, n=n, scheme=s, path="bucket"
+                        ),
+                        "sort": lambda s=scheme, n=n, P=P, Q=Q: mt.alpha_star(
+                            P, Q, n=n, scheme=s, path="sort"
+                        ),
+                        "core sort": lambda k=kernel, n=n, P=P, Q=Q: solve_rows(
+                            P, Q, n, k, path="sort"
                         ),
                     }
                     t_sort, r = measure(timer, fns, base, R)
-                    core_ratio, core_best = r["core"]
-                    pub_ratio, _ = r["public"]
+                    row = {
+                        "V": V,
+                        "B": B,
+                        "dtype": dt,
+                        "scheme": scheme,
+                        "n": n,
+                        "torch_sort_ms": t_sort * 1e3,
+                    }
+                    row.update({k: v[0] for k, v in r.items()})
                     extra = ""
-                    if device.type == "cuda":
+                    if cuda:
+                        row["syncs_bucket"] = syncs(P, Q, n, scheme, "bucket")
+                        row["syncs_sort"] = syncs(P, Q, n, scheme, "sort")
+                        row["peak_bucket"] = peak_extra(P, Q, fns["bucket"])
+                        row["peak_sort"] = peak_extra(P, Q, fns["sort"])
                         extra = (
-                            f"  {check_no_sync(P, Q, n, scheme)}, "
-                            f"peak extra {peak_extra(P, Q, n, scheme):.2f}x input"
+                            f"  syncs {row['syncs_bucket']}/{row['syncs_sort']}, peak extra "
+                            f"{row['peak_bucket']:.2f}x/{row['peak_sort']:.2f}x input"
                         )
-                    tgt = f" (target {target:g}x)" if target and dt == "float32" else ""
-                    print(
-                        f"  {scheme:>20} n={n}: {B / core_best:>12,.0f} pos/s  "
-                        f"core {core_ratio:5.2f}x  public {pub_ratio:5.2f}x  "
-                        f"sort {t_sort * 1e3:7.2f} ms{tgt}{extra}"
+                    tgt = ""
+                    if target is not None and dt == "float32" and B == 1024:
+                        tgt = f" target {target:g}x {'ok' if r['bucket'][0] <= target else 'OVER'}"
+                    results.append(row)
+                    log(
+                        f"  {scheme:>20} n={n}: bucket {r['bucket'][0]:5.2f}x  sort "
+                        f"{r['sort'][0]:5.2f}x  core sort {r['core sort'][0]:5.2f}x  "
+                        f"(torch.sort {t_sort * 1e3:7.2f} ms){tgt}{extra}"
                     )
-    print(f"\ntotal wall time {time.perf_counter() - t_start:.0f} s")
+    log(f"\ntotal wall time {time.perf_counter() - t_start:.0f} s")
+    _write(args.out, lines, results)
+    return 0
+
+
+def _write(out: str | None, lines: list[str], results: list[dict]) -> None:
+    if out:
+        path = Path(out)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"log": lines, "results": results}, indent=1))
+        tmp.replace(path)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

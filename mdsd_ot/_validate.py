@@ -11,6 +11,22 @@ A float vector is accepted when every entry is finite and ``>= -NEG_TOL`` and it
 at 0 and renormalised to sum 1 (to within one rounding), so downstream code may rely on exact
 marginals.  Rational inputs (``fractions.Fraction``, integers, or strings ``"a/b"``) must sum to
 exactly 1 and are kept exact.
+
+Dtypes (one rule for 1-D and 2-D inputs, numpy arrays and torch tensors)
+---------------------------------------------------------------------------
+Entries must be real numbers: floats, integers, or exact rationals.  Complex and boolean inputs
+are refused everywhere with the same message (:func:`check_dtype`); nothing is cast silently.
+numpy inputs are computed in float64.  Tensors (:func:`device_rows`) keep float32 / float64,
+float16 and bfloat16 are computed in float32 and integer tensors in float64; a tensor that
+requires grad is detached (α* is piecewise linear in p and q and the solvers give no gradient:
+the result never requires grad); a tensor on the ``meta`` device (no values) is refused.
+Python lists given to :func:`mdsd_ot.torch.alpha_star` become float64 tensors (or the dtype of
+the other argument when that one is a tensor), never torch's default float32.
+
+Rows: :func:`prob_rows` checks (V,) or (B, V) numpy rows in one fused pass (a sum and a minimum
+per row; a bad row is examined entry by entry only for its message); :func:`device_rows` and
+:func:`device_flags` do the same on a tensor's device, and :func:`raise_first_bad_row` gives the
+same messages.
 """
 
 from __future__ import annotations
@@ -73,6 +89,46 @@ def _to_fraction(v: Any, name: str) -> Fraction:
     return f
 
 
+_DTYPE_HINTS = {
+    "complex": "give the real probabilities (x.real, if the imaginary parts are meant to be 0)",
+    "bool": "a 0/1 mask is not a distribution: convert it to floats and normalise (x / x.sum())",
+    "other": "give floats, ints, or exact rationals (Fractions or 'a/b' strings)",
+}
+
+
+def _dtype_kind(x: Any) -> str:
+    """'real', 'complex', 'bool' or 'other' for a numpy array or an array-API tensor."""
+    dt = x.dtype
+    if isinstance(dt, np.dtype):
+        k = dt.kind
+        return {"b": "bool", "c": "complex", "f": "real", "i": "real", "u": "real"}.get(k, "other")
+    from array_api_compat import array_namespace
+
+    xp = array_namespace(x)
+    if xp.isdtype(dt, "bool"):
+        return "bool"
+    if xp.isdtype(dt, "complex floating"):
+        return "complex"
+    return "real" if xp.isdtype(dt, ("real floating", "integral")) else "other"
+
+
+def check_dtype(x: Any, name: str = "p") -> None:
+    """Refuse complex, boolean and non-numeric arrays (numpy or tensors), with one message.
+
+    Examples
+    --------
+    >>> check_dtype(np.array([0.5 + 0j, 0.5]), "q")
+    Traceback (most recent call last):
+    ...
+    ValueError: q: entries must be real numbers, got dtype complex128; give the real probabilities (x.real, if the imaginary parts are meant to be 0)
+    """
+    kind = _dtype_kind(x)
+    if kind != "real":
+        raise ValueError(
+            f"{name}: entries must be real numbers, got dtype {x.dtype}; {_DTYPE_HINTS[kind]}"
+        )
+
+
 def prob_vector(x: Any, name: str = "p", *, tol: float | None = None) -> np.ndarray:
     """Validate a probability vector and return it as a float64 array summing to 1.
 
@@ -102,8 +158,7 @@ def prob_vector(x: Any, name: str = "p", *, tol: float | None = None) -> np.ndar
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name}: entries must be numbers") from exc
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise ValueError(f"{name}: entries must be real numbers, got dtype {arr.dtype}")
+    check_dtype(arr, name)
     if tol is None:
         tol = SUM_TOL_F32 if arr.dtype in (np.float32, np.float16) else SUM_TOL
     arr = arr.astype(np.float64)
@@ -129,7 +184,7 @@ def _check_and_normalise(arr: np.ndarray, name: str, tol: float) -> np.ndarray:
     s = float(arr.sum())
     if abs(s - 1.0) > tol:
         raise ValueError(
-            f"{name}: entries sum to {s:.6g}, not 1 (tolerance {tol:g}); "
+            f"{name}: entries sum to {_digits_apart(s)}, not 1 (tolerance {tol:g}); "
             f"normalise {name} ({name} / {name}.sum()) first"
         )
     return arr / s
@@ -138,30 +193,159 @@ def _check_and_normalise(arr: np.ndarray, name: str, tol: float) -> np.ndarray:
 def prob_batch(x: Any, name: str = "p", *, tol: float | None = None) -> np.ndarray:
     """Validate a (V,) or (B, V) array of probability rows; errors name the bad row.
 
-    Returns a float64 array of the same shape, each row renormalised to sum 1.
+    Returns a float64 array of the same shape, each row clipped at 0 and renormalised to sum 1.
+
+    Examples
+    --------
+    >>> prob_batch([[0.25, 0.75], [1.0, 0.0]]).tolist()
+    [[0.25, 0.75], [1.0, 0.0]]
     """
+    X, sums, single = prob_rows(x, name, tol=tol)
+    out = normalise(X, sums)
+    return out[0] if single else out
+
+
+def real_array(x: Any, name: str) -> np.ndarray:
+    """``x`` as a real numpy array by the dtype rule: exact rationals, object and string
+    entries become float64; complex, boolean and non-numeric inputs are refused (naming ``name``)."""
+    if is_rational_input(x) and np.ndim(x) == 1:  # exact rationals: their sum must be exactly 1
+        return np.array([float(v) for v in exact_vector(x, name)], dtype=np.float64)
     arr = np.asarray(x)
-    if arr.ndim == 1:
-        return prob_vector(arr, name, tol=tol)
-    if arr.ndim != 2:
-        raise ValueError(f"{name}: must have shape (V,) or (B, V), got {arr.shape}")
+    if arr.dtype == object or arr.dtype.kind in "US":  # Fractions, 'a/b' strings, mixed
+        try:
+            arr = np.array([float(Fraction(v)) for v in arr.ravel()]).reshape(arr.shape)
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            raise ValueError(
+                f"{name}: entries must be numbers; give floats, ints or 'a/b' strings"
+            ) from exc
+    check_dtype(arr, name)
+    return arr
+
+
+def prob_rows(x: Any, name: str = "p", *, tol: float | None = None):
+    """Validate (V,) or (B, V) numpy rows in one fused pass; return ``(X, sums, single)``.
+
+    ``X`` is (B, V) float64, clipped at 0 (the input itself, without a copy, when it is already
+    a non-negative float64 array); ``sums`` (B,) are its row sums, within the tolerance of 1;
+    ``single`` says the input was one row.  The rows are *not* divided by their sums (see
+    :func:`normalise`).  One sum and one minimum per row decide; only a bad row is examined
+    entry by entry, for the message (it names the row, the entry and the fix).
+
+    Examples
+    --------
+    >>> X, sums, single = prob_rows([0.25, 0.75])
+    >>> X.tolist(), sums.tolist(), single
+    ([[0.25, 0.75]], [1.0], True)
+    """
+    arr = real_array(x, name)
     if tol is None:
         tol = SUM_TOL_F32 if arr.dtype in (np.float32, np.float16) else SUM_TOL
-    a = arr.astype(np.float64)
-    if a.shape[1] == 0:
-        raise ValueError(f"{name}: rows are empty; give at least one probability per row")
-    finite = np.isfinite(a).all(axis=1)
-    nonneg = (a >= -NEG_TOL).all(axis=1)
-    sums = np.where(np.isfinite(a), a, 0.0).sum(axis=1)
-    good = finite & nonneg & (np.abs(sums - 1.0) <= tol)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name}: must have shape (V,) or (B, V), got {arr.shape}")
+    single = arr.ndim == 1
+    X = np.asarray(arr, dtype=np.float64)
+    X = X[None, :] if single else X
+    if X.shape[1] == 0:
+        raise ValueError(
+            f"{name}: is empty; give at least one probability"
+            if single
+            else f"{name}: rows are empty; give at least one probability per row"
+        )
+    sums = np.add.reduce(X, axis=-1)
+    low = np.minimum.reduce(X, axis=-1)
+    good = np.isfinite(sums) & (low >= -NEG_TOL) & (np.abs(sums - 1.0) <= tol)
     if not good.all():
-        row = int(np.flatnonzero(~good)[0])
-        try:
-            _check_and_normalise(a[row], f"{name}[{row}]", tol)
-        except ValueError as exc:
-            raise ValueError(f"{exc} (row {row} of {a.shape[0]})") from None
-    a = np.clip(a, 0.0, None)
-    return a / a.sum(axis=1, keepdims=True)
+        raise_first_bad_row(X, ~good, name, tol, batched=not single)
+    if (low < 0).any():  # rounding noise in [-NEG_TOL, 0): clipped (a copy, rare)
+        X = np.clip(X, 0.0, None)
+        sums = np.add.reduce(X, axis=-1)
+    return X, sums, single
+
+
+def normalise(X: Any, sums: Any) -> Any:
+    """Rows divided by their sums (``X`` itself when every sum is exactly 1 in numpy)."""
+    if isinstance(X, np.ndarray) and bool(np.all(sums == 1.0)):
+        return X
+    return X / sums[:, None]
+
+
+def _digits_apart(s: float) -> str:
+    """``s`` with the fewest significant digits (at least 6) that do not print as ``1``."""
+    for d in range(6, 18):
+        text = f"{s:.{d}g}"
+        if text != "1":
+            return text
+    return repr(s)
+
+
+def raise_first_bad_row(X: Any, bad: Any, name: str, tol: float, batched: bool) -> None:
+    """Raise the message of the first bad row of ``X`` (numpy, or a tensor copied to the host).
+
+    ``bad`` flags the rows that failed the fused check.
+    """
+    Xn = _host(X)
+    rows = np.flatnonzero(_host(bad))
+    row = int(rows[0]) if rows.size else 0
+    label = f"{name}[{row}]" if batched else name
+    try:
+        _check_and_normalise(Xn[row].astype(np.float64), label, tol)
+    except ValueError as exc:
+        if not batched:
+            raise
+        raise ValueError(f"{exc} (row {row} of {Xn.shape[0]})") from None
+    raise ValueError(  # flagged in the input's own precision (float32 sums), fine in float64
+        f"{label}: entries do not sum to 1 within {tol:g} in the input's precision; normalise "
+        f"{name} in float64 first"
+    )
+
+
+def _host(x: Any) -> np.ndarray:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def device_rows(x: Any, name: str = "p") -> Any:
+    """A tensor's metadata checked by the dtype rule, as (B, V) rows; reads no values.
+
+    Refuses the ``meta`` device, complex and boolean dtypes and shapes other than (V,) / (B, V)
+    with V >= 1; detaches a tensor that requires grad; float16 / bfloat16 become float32 and
+    integer tensors float64 (module docstring).  Returns the tensor as (B, V).
+    """
+    if getattr(x, "is_meta", False) or str(getattr(x, "device", "")) == "meta":
+        raise ValueError(
+            f"{name}: is a tensor on the 'meta' device, which holds no values; create it on a "
+            "real device (e.g. 'cpu' or 'cuda')"
+        )
+    if getattr(x, "requires_grad", False):
+        x = x.detach()  # no gradient through alpha*: the result never requires grad
+    check_dtype(x, name)
+    from array_api_compat import array_namespace
+
+    xp = array_namespace(x)
+    if x.dtype not in (xp.float32, xp.float64):
+        x = xp.astype(x, xp.float64 if xp.isdtype(x.dtype, "integral") else xp.float32)
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{name}: must have shape (V,) or (B, V), got {tuple(x.shape)}")
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name}: rows are empty; give at least one probability per row")
+    return x if x.ndim == 2 else x[None, :]
+
+
+def device_flags(X: Any, tol: float | None = None) -> tuple[Any, Any, float]:
+    """Per-row checks of (B, V) tensor rows on their device: ``(sums, ok, tol)``; no host sync.
+
+    ``sums`` are the row sums after clipping at 0 (the renormalisation constants), ``ok`` is
+    True for rows that are finite, ``>= -NEG_TOL`` and sum to 1 within ``tol`` (default by
+    dtype).  Read ``ok`` once (one synchronisation) and call :func:`raise_first_bad_row`.
+    """
+    from array_api_compat import array_namespace
+
+    xp = array_namespace(X)
+    if tol is None:
+        tol = SUM_TOL if X.dtype == xp.float64 else SUM_TOL_F32
+    sums = xp.sum(xp.clip(X, min=0.0), axis=-1)  # NaN stays NaN; -inf counts 0 but fails `low`
+    low = xp.min(X, axis=-1)
+    ok = xp.isfinite(sums) & (low >= -NEG_TOL) & (xp.abs(sums - 1.0) <= tol)
+    return sums, ok, tol
 
 
 def exact_vector(x: Any, name: str = "p", *, tol: float = SUM_TOL) -> tuple[Fraction, ...]:

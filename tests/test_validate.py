@@ -18,7 +18,9 @@ def test_float_vector_within_tolerance_is_renormalised():
 
 
 def test_float_vector_beyond_tolerance_is_refused():
-    with pytest.raises(ValueError, match=r"p: entries sum to 1, not 1 \(tolerance 1e-09\)"):
+    with pytest.raises(
+        ValueError, match=r"p: entries sum to 1.000000005, not 1 \(tolerance 1e-09\)"
+    ):
         V.prob_vector([0.5, 0.5 + 5e-9])
 
 
@@ -82,3 +84,59 @@ def test_solve_checks_p_against_the_draft():
     big = WithReplacement(np.full(20, 0.05), 2)
     with pytest.raises(ValueError, match=r"too large for brute-force subset selection.*fast"):
         mdsd_ot.solve(np.full(20, 0.05), big, method="subset")
+
+
+# --- one rule set for 1-D, 2-D, numpy and tensors (issue 10, class 3) --------------------------
+
+
+@pytest.mark.parametrize(
+    "bad, kind",
+    [
+        (np.array([0.5 + 0j, 0.5]), "complex128"),
+        (np.array([[0.5 + 0j, 0.5], [0.25, 0.75]]), "complex128"),
+        (np.array([True, False]), "bool"),
+        (np.array([[True, False], [False, True]]), "bool"),
+    ],
+)
+def test_complex_and_bool_refused_in_1d_and_2d(bad, kind):
+    """The 2-D validator used to drop imaginary parts and accept booleans: same message now."""
+    msg = rf"q: entries must be real numbers, got dtype {kind}; "
+    for check in (V.prob_batch, V.prob_rows) + ((V.prob_vector,) if bad.ndim == 1 else ()):
+        with pytest.raises(ValueError, match=msg):
+            check(bad, "q")
+
+
+def test_prob_rows_fused_pass_no_copy_and_clipping():
+    """Valid float64 rows come back without a copy; rounding negatives are clipped (a copy)."""
+    X = np.full((3, 4), 0.25)
+    out, sums, single = V.prob_rows(X)
+    assert out is X and sums.tolist() == [1.0, 1.0, 1.0] and not single
+    assert V.normalise(out, sums) is X
+    Y = np.array([[0.5, 0.5 + 1e-16, -1e-16]])
+    out, sums, _ = V.prob_rows(Y)
+    assert out is not Y and out[0, 2] == 0.0 and Y[0, 2] < 0  # the input is not modified
+    with pytest.raises(ValueError, match=r"p\[1\]: entry 0 is nan.*row 1 of 2"):
+        V.prob_rows(np.array([[0.5, 0.5], [np.nan, 1.0]]))
+    with pytest.raises(ValueError, match=r"p: entries sum to 0.5"):
+        V.prob_rows([0.25, 0.25])
+
+
+def test_tensor_rules():
+    """Tensors: complex and bool refused with the same message, meta refused, grad detached,
+    half and integer tensors computed in float32 / float64."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(
+        ValueError, match=r"p: entries must be real numbers, got dtype torch.complex"
+    ):
+        V.device_rows(torch.tensor([0.5 + 0j, 0.5]), "p")
+    with pytest.raises(ValueError, match=r"p: entries must be real numbers, got dtype torch.bool"):
+        V.device_rows(torch.tensor([[True, False]]), "p")
+    with pytest.raises(ValueError, match=r"p: is a tensor on the 'meta' device"):
+        V.device_rows(torch.empty(3, device="meta"), "p")
+    g = torch.tensor([0.5, 0.5], dtype=torch.float64, requires_grad=True)
+    out = V.device_rows(g, "p")
+    assert out.shape == (1, 2) and not out.requires_grad
+    assert V.device_rows(torch.tensor([1, 0]), "p").dtype == torch.float64
+    assert V.device_rows(torch.tensor([0.5, 0.5]).half(), "p").dtype == torch.float32
+    sums, ok, tol = V.device_flags(torch.tensor([[0.5, 0.5], [0.5, float("nan")]]))
+    assert ok.tolist() == [True, False] and tol == V.SUM_TOL_F32

@@ -11,6 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mdsd_ot import drafts
 
@@ -54,3 +55,43 @@ def dirichlet(rng: np.random.Generator, V: int, conc: float) -> np.ndarray:
     elif r < 0.3:
         x[rng.integers(V)] = 1e-12
     return x / x.sum()
+
+
+class Backend:
+    """An array backend of the fast solver's tests: numpy, or torch on the CPU in one dtype.
+
+    ``asarray`` turns float64 numpy test data into the backend's arrays, ``to_numpy`` brings
+    results back; ``float32`` says the backend computes in float32, where a test's tolerance is
+    at least ``mdsd_ot.torch.FLOAT32_BOUND`` (see :meth:`tol`).
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.float32 = name == "torch-float32"
+        self.torch = None
+        if name.startswith("torch"):
+            self.torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def asarray(self, x):
+        """A fresh array (a copy) of the float64 data ``x`` in this backend."""
+        if self.torch is None:
+            return np.array(x, dtype=np.float64)
+        dtype = self.torch.float32 if self.float32 else self.torch.float64
+        return self.torch.tensor(np.asarray(x, dtype=np.float64), dtype=dtype)
+
+    def to_numpy(self, x):
+        """A numpy array (float64, or bool) of a result of this backend."""
+        if self.torch is not None and isinstance(x, self.torch.Tensor):
+            return x.detach().cpu().double().numpy() if x.dtype != self.torch.bool else x.numpy()
+        return np.asarray(x)
+
+    def tol(self, exact: float) -> float:
+        """The tolerance of a float64 check on this backend (float32: FLOAT32_BOUND at least)."""
+        if self.float32:
+            from mdsd_ot.torch import FLOAT32_BOUND
+
+            return max(exact, FLOAT32_BOUND)
+        return exact

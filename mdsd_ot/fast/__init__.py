@@ -5,15 +5,20 @@ r"""Exact α* in O(V log V) for q-convex draft laws (docs/reference.md T7), batc
    \alpha^* = 1 + \min_{k=0..V} \bigl[P(H_k) - Q(H_k)\bigr], \qquad
    H_k = \text{the } k \text{ tokens of smallest } p/q,
 
-with one routine per law evaluating Q on every prefix (:mod:`mdsd_ot.fast.prefix`) and closed
-forms without a sort for one draft (T4) and the greedy construction (T9,
-:mod:`mdsd_ot.fast.greedy`).  The same functions run on numpy arrays and on torch tensors
+reached two ways: sorting by p/q and evaluating Q on every prefix with one prefix kernel per law
+(:mod:`mdsd_ot.fast.scan`, :mod:`mdsd_ot.fast.prefix`, the certified series
+:mod:`mdsd_ot.fast.series` for sequential drafts with n >= 3), or, below the cost of one sort,
+by bucketing the ratios in one linear pass, bounding the objective inside every bucket and
+sorting only the few buckets that can still hold the minimum (:mod:`mdsd_ot.fast.bucket`, the
+default from 4,096 tokens on; the same α*).  One draft (T4) and the greedy construction (T9,
+:mod:`mdsd_ot.fast.greedy`) are closed forms without a sort.  The same functions run on numpy arrays and on torch tensors
 (array-API standard through ``array-api-compat``, plus the small backend layer
-:mod:`mdsd_ot.fast._backend`); :func:`mdsd_ot.torch.alpha_star` is this solver on tensors.
+:mod:`mdsd_ot.fast._backend`); :func:`mdsd_ot.torch.alpha_star` is this solver behind a torch
+boundary (tensor conversion and dtype rule).
 
-Schemes: ``with`` (i.i.d.), ``without`` (sequential without replacement; n = 2 closed form,
-n >= 3 through :mod:`mdsd_ot.fast.without`), ``conditional-poisson`` (T12: *not* the sequential
-law), ``greedy`` (T9), ``spechub`` (same α* as greedy with n = 2), ``single`` (n = 1).
+Schemes: ``with`` (i.i.d.), ``without`` (sequential without replacement), ``conditional-poisson``
+(T12: *not* the sequential law), ``greedy`` (T9), ``spechub`` (same α* as greedy with n = 2),
+``single`` (n = 1); or a draft law object of :mod:`mdsd_ot.drafts` in place of ``q``.
 
 Importing this package registers ``method="fast"`` for :func:`mdsd_ot.solve`.
 """
@@ -24,61 +29,80 @@ from typing import Any
 
 import numpy as np
 
+from ..drafts import DraftLaw
 from ..methods import register
 from . import _backend as bk
-from ._check import SCHEMES, check_numpy, check_scheme_n
-from .greedy import greedy, single
-from .prefix import error_bound, solve_sorted
+from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n
+from .prefix import error_bound
+from .solver import solve_rows, solve_rows_laws
 
-__all__ = ["alpha_star", "solve_rows", "error_bound", "SCHEMES"]
-
-
-def solve_rows(p: Any, q: Any, n: int, scheme: str, return_set: bool = False):
-    r"""The solver core on validated (B, V) rows (numpy or torch): ``(alpha, H, extra_err)``.
-
-    No validation and no host synchronisation: rows must sum to 1 and be non-negative, and q
-    must have at least n positive entries for the distinct-token schemes (``alpha_star`` checks
-    this).  ``scheme`` is one of ``with``, ``without``, ``conditional-poisson``, ``greedy``,
-    ``single``.  ``extra_err`` is the error bound of the Q evaluation beyond the rounding bound
-    :func:`error_bound` (non-zero only for ``without`` with n >= 3).
-
-    Examples
-    --------
-    >>> a, H, err = solve_rows(np.array([[0.5, 0.5]]), np.array([[0.75, 0.25]]), 2, "with")
-    >>> a.tolist(), H, err
-    ([0.9375], None, 0.0)
-    """
-    B, V = p.shape
-    rows = max(1, NUMPY_BLOCK // V)
-    if B > rows and not bk.is_torch(p):
-        # numpy: blocks of rows that stay in cache (about 2x faster per row than one pass over a
-        # (64, 152064) batch, whose temporaries stream from memory); torch runs the whole batch.
-        parts = [
-            _solve_block(p[i : i + rows], q[i : i + rows], n, scheme, return_set)
-            for i in range(0, B, rows)
-        ]
-        alpha = np.concatenate([a for a, _, _ in parts])
-        H = np.concatenate([h for _, h, _ in parts]) if return_set else None
-        err = np.concatenate([np.broadcast_to(np.asarray(e, float), a.shape) for a, _, e in parts])
-        return alpha, H, err
-    return _solve_block(p, q, n, scheme, return_set)
+__all__ = ["alpha_star", "alpha_star_laws", "solve_rows", "error_bound", "SCHEMES"]
 
 
-#: numpy inputs are solved in blocks of about this many entries (at least one row).
-NUMPY_BLOCK = 2**18
+def _law_route(law: DraftLaw) -> tuple[str, int, Any]:
+    """(kernel, n, q) of a draft law object for the fast solver."""
+    kernel = law.fast_kernel
+    if kernel is None:
+        raise ValueError(
+            f"draft: method='fast' needs a q-convex law ({', '.join(SCHEMES[:-1])}); "
+            f"{type(law).__name__} with n={law.n} is not one; use method='reduced'"
+        )
+    return kernel, law.n, law.q if law.q is not None else law.reference_q()
 
 
-def _solve_block(p: Any, q: Any, n: int, scheme: str, return_set: bool):
-    if scheme == "single" or n == 1:
-        alpha, H = single(p, q, return_set)
-        return alpha, H, 0.0
-    if scheme == "greedy":
-        alpha, H = greedy(p, q, n, return_set)
-        return alpha, H, 0.0
-    return solve_sorted(p, q, n, scheme, return_set)
+def _route(q: Any, n: Any, scheme: Any) -> tuple[str, int, Any]:
+    """(kernel, n, q) from either a draft law in place of q, or q with n and scheme."""
+    if isinstance(q, DraftLaw):
+        if n is not None or scheme is not None:
+            raise ValueError(
+                f"n, scheme: a draft law carries its own (here n={q.n}, scheme={q.scheme!r}); "
+                "give either alpha_star(p, law) or alpha_star(p, q, n=..., scheme=...)"
+            )
+        return _law_route(q)
+    if n is None or scheme is None:
+        raise ValueError(
+            "n, scheme: give the number of drafts and the scheme, e.g. "
+            "alpha_star(p, q, n=2, scheme='without'), or pass a draft law in place of q"
+        )
+    kernel, n = check_scheme_n(scheme, n)
+    return kernel, n, q
 
 
-def alpha_star(p: Any, q: Any, *, n: int, scheme: str, return_set: bool = False):
+def _is_device_array(x: Any) -> bool:
+    """An array of another array-API library than numpy (a torch tensor)."""
+    return bk.is_array(x) and not isinstance(x, np.ndarray)
+
+
+def _validated(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, Any, bool]:
+    """Validated (B, V) rows on their own device, their sums, whether the input was one row."""
+    if _is_device_array(p) or _is_device_array(q):
+        p, q = _same_library(p, q)
+        P, Q, sums = check_array(p, q, n, kernel)
+        return P, Q, sums, p.ndim == 1
+    P, Q, sums = check_numpy(p, q, n, kernel)
+    return P, Q, sums, np.ndim(p) == 1
+
+
+def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
+    """Convert an argument that is not a device array to the other's library, dtype, device."""
+    if _is_device_array(p) and _is_device_array(q):
+        return p, q
+    ref = p if _is_device_array(p) else q
+    xp = bk.namespace(ref)
+    dtype = ref.dtype if ref.dtype in (xp.float32, xp.float64) else None
+    other = xp.asarray(np.asarray(q if p is ref else p), dtype=dtype, device=ref.device)
+    return (ref, other) if p is ref else (other, ref)
+
+
+def alpha_star(
+    p: Any,
+    q: Any,
+    *,
+    n: int | None = None,
+    scheme: str | None = None,
+    return_set: bool = False,
+    path: str = "auto",
+):
     r"""Exact α* for a q-convex draft law by the prefix algorithm (T7), batched.
 
     .. math::
@@ -88,29 +112,37 @@ def alpha_star(p: Any, q: Any, *, n: int, scheme: str, return_set: bool = False)
 
     Parameters
     ----------
-    p, q : (V,) or (B, V) array_like
-        Target and draft distributions (rows), validated by :mod:`mdsd_ot._validate` (errors
-        name the bad row).  torch tensors are accepted too (see :func:`mdsd_ot.torch.alpha_star`).
+    p : (V,) or (B, V) array_like
+        Target distribution(s) (rows), validated by :mod:`mdsd_ot._validate` (errors name the
+        bad row).  numpy arrays and array_likes, or torch tensors (solved on their device; see
+        :func:`mdsd_ot.torch.alpha_star` for the conversion rules of non-tensor inputs).
+    q : (V,) or (B, V) array_like, or a draft law
+        Draft distribution(s), or a draft law of :mod:`mdsd_ot.drafts` (then ``n`` and
+        ``scheme`` come from the law: ``alpha_star(p, WithoutReplacement(q, 3))``).
     n : int
-        Number of drafts.
+        Number of drafts (with an array ``q``).
     scheme : str
-        ``"with"``, ``"without"`` (sequential), ``"conditional-poisson"``, ``"greedy"``,
-        ``"spechub"`` (n = 2) or ``"single"`` (n = 1).
+        With an array ``q``: ``"with"``, ``"without"`` (sequential), ``"conditional-poisson"``,
+        ``"greedy"``, ``"spechub"`` (n = 2) or ``"single"`` (n = 1).
     return_set : bool
         Also return an optimal H as a boolean mask in the original token order.
+    path : str
+        ``"auto"`` (default): bucket-and-bound for with, without and conditional Poisson from
+        :data:`mdsd_ot.fast.solver.BUCKET_MIN_V` tokens on (:mod:`mdsd_ot.fast.bucket`: no full
+        sort; the same α*), sorting below; ``"sort"`` or ``"bucket"`` force one route.
 
     Returns
     -------
     alpha : float or (B,) ndarray
-        α* (a float for a single row).
-    H : (V,) or (B, V) bool ndarray
+        α* (a float for a single numpy row; a tensor on the input's device for tensors).
+    H : (V,) or (B, V) bool array
         Only with ``return_set=True``: :math:`\alpha^* = P(H) + 1 - Q(H)`.
 
     Notes
     -----
     Floating-point accuracy: absolute error at most :func:`error_bound` (about
     :math:`(2n+8) V \varepsilon`, a worst case; observed errors are near :math:`\sqrt V\varepsilon`),
-    plus the certified bound of :mod:`mdsd_ot.fast.without` for sequential drafts with n >= 3.
+    plus the certified bound of :mod:`mdsd_ot.fast.series` for sequential drafts with n >= 3.
 
     Examples
     --------
@@ -121,52 +153,67 @@ def alpha_star(p: Any, q: Any, *, n: int, scheme: str, return_set: bool = False)
     (0.585714285714, [True, True, False])
     >>> alpha_star([[0.5, 0.5], [0.1, 0.9]], [[0.5, 0.5], [0.9, 0.1]], n=1, scheme="single")
     array([1. , 0.2])
+    >>> from mdsd_ot.drafts import WithoutReplacement
+    >>> round(alpha_star([0.05, 0.05, 0.9], WithoutReplacement([0.5, 0.3, 0.2], 2)), 12)
+    0.585714285714
     """
-    scheme, n = check_scheme_n(scheme, n)
-    if bk.is_torch(p) or bk.is_torch(q):
-        from ..torch import alpha_star as torch_alpha_star
-
-        return torch_alpha_star(p, q, n=n, scheme=scheme, return_set=return_set)
-    single_row = np.ndim(p) == 1
-    P, Q = check_numpy(p, q, n, scheme)
-    alpha, H, _ = solve_rows(P, Q, n, scheme, return_set)
+    kernel, n, q = _route(q, n, scheme)
+    P, Q, sums, single_row = _validated(p, q, n, kernel)
+    alpha, H, _ = solve_rows(P, Q, n, kernel, return_set, sums=sums, path=path)
     if single_row:
-        alpha = float(alpha[0])
+        alpha = float(alpha[0]) if isinstance(alpha, np.ndarray) else alpha[0]
         H = None if H is None else H[0]
     return (alpha, H) if return_set else alpha
 
 
-def _route(draft: Any) -> tuple[str, int, np.ndarray]:
-    """(scheme, n, q) of a draft law object for the fast solver."""
-    from .. import drafts as D
+def alpha_star_laws(
+    p: Any, q: Any, laws: list[tuple[str, int]], *, path: str = "auto"
+) -> dict[tuple[str, int], Any]:
+    r"""α* of several draft laws built on the same q, one sort per row for all of them (T7).
 
-    if draft.n == 1:
-        if isinstance(draft, D.Product):
-            return "single", 1, draft.qs[0]
-        if isinstance(draft, D.Explicit):
-            return "single", 1, draft.table.reshape(-1)
-        return "single", 1, draft.q
-    routes = {
-        D.WithReplacement: "with",
-        D.WithoutReplacement: "without",
-        D.ConditionalPoisson: "conditional-poisson",
-        D.Greedy: "greedy",
-        D.SpecHub: "greedy",  # same Q as greedy with n = 2 (docs/reference.md, SpecHub)
-    }
-    for cls, scheme in routes.items():
-        if type(draft) is cls:
-            return scheme, draft.n, draft.q
-    raise ValueError(
-        f"draft: method='fast' needs a q-convex law (with, without, conditional-poisson, greedy, "
-        f"spechub); {type(draft).__name__} with n={draft.n} is not one; use method='reduced'"
-    )
+    .. math::
+
+       \alpha^*_L = 1 + \min_k \bigl[P(H_k) - Q_L(H_k)\bigr] \quad \text{for every law } L,
+
+    where the prefix order :math:`H_k` (by p/q) is shared by every q-convex law, so each row is
+    validated once and bucketed (or sorted) once for all the laws.
+
+    Parameters
+    ----------
+    p, q : (V,) or (B, V) array_like
+        Target and draft rows (numpy or torch), validated once.
+    laws : list of (scheme, n)
+        e.g. ``[("with", 2), ("without", 2), ("conditional-poisson", 3)]``.
+    path : str
+        ``"auto"``, ``"sort"`` or ``"bucket"``, as in :func:`alpha_star`.
+
+    Returns
+    -------
+    dict
+        ``{(scheme, n): α*}``: a float per law for one row, a (B,) array for a batch.
+
+    Examples
+    --------
+    >>> out = alpha_star_laws([0.05, 0.05, 0.9], [0.5, 0.3, 0.2], [("with", 2), ("without", 2)])
+    >>> {k: round(v, 12) for k, v in out.items()}
+    {('with', 2): 0.46, ('without', 2): 0.585714285714}
+    """
+    routes = [check_scheme_n(s, n) for s, n in laws]
+    distinct = [(n, k) for k, n in routes if k in DISTINCT and n > 1]
+    need, strict = max(distinct) if distinct else (1, "with")  # the strictest support check
+    P, Q, sums, single_row = _validated(p, q, need, strict)
+    alphas = solve_rows_laws(P, Q, routes, sums=sums, path=path)
+    out = {}
+    for (s, n), a in zip(laws, alphas, strict=True):
+        out[(s, n)] = (float(a[0]) if isinstance(a, np.ndarray) else a[0]) if single_row else a
+    return out
 
 
 @register("fast", accuracy=1e-12)
 def _solve_fast(p, draft) -> dict[str, Any]:
     """Prefix algorithm of T7 (sort by p/q) and the closed forms T4, T9, in float64."""
-    scheme, n, q = _route(draft)
+    kernel, n, q = _law_route(draft)
     P, Q = p.float[None, :], np.asarray(q, dtype=np.float64)[None, :]
-    alpha, H, err = solve_rows(P, Q, n, scheme, return_set=True)
+    alpha, H, err = solve_rows(P, Q, n, kernel, return_set=True)
     bound = error_bound(draft.V, n, float(np.finfo(np.float64).eps)) + float(np.max(err))
-    return dict(alpha=float(alpha[0]), H=H[0], accuracy=bound, info={"scheme": scheme, "n": n})
+    return dict(alpha=float(alpha[0]), H=H[0], accuracy=bound, info={"scheme": kernel, "n": n})

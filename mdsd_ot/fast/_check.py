@@ -1,6 +1,7 @@
 """Input checks of the fast and torch solvers, built on :mod:`mdsd_ot._validate`.
 
-numpy inputs go through :func:`mdsd_ot._validate.prob_batch` (float64, row-naming errors).  Array
+numpy inputs go through :func:`mdsd_ot._validate.prob_rows` (float64, one fused pass, row-naming
+errors).  Array
 inputs of another library (torch) are checked where they live: the per-row flags (finite,
 non-negative, sum within tolerance, enough support) are computed on the device and reduced to one
 boolean, which is read once (a single host synchronisation at the boundary; the solver core has
@@ -16,30 +17,22 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as V_
+from .. import drafts as D
 from . import _backend as bk
 
-#: The ``scheme`` strings the fast solvers accept.
-SCHEMES = ("with", "without", "conditional-poisson", "greedy", "spechub", "single")
+#: The ``scheme`` strings the fast solvers accept (from the draft-law registry).
+SCHEMES: tuple[str, ...] = D.FAST_SCHEMES
 
-#: Schemes that draw n distinct tokens, so q needs at least n positive entries.
-_DISTINCT = {"without", "conditional-poisson", "greedy", "spechub"}
+#: Kernels whose laws draw n distinct tokens, so q needs at least n positive entries.
+DISTINCT: frozenset[str] = frozenset(
+    cls.kernel for cls in D.SCHEMES.values() if cls.kernel is not None and cls.distinct
+)
 
 
 def check_scheme_n(scheme: Any, n: Any) -> tuple[str, int]:
-    """Validate ``scheme`` and ``n``; "spechub" becomes greedy with n = 2."""
-    if scheme not in SCHEMES:
-        raise ValueError(
-            f"scheme: unknown scheme {scheme!r} for the fast solver; choose one of "
-            f"{', '.join(SCHEMES)} (product and explicit laws: mdsd_ot.solve(..., method='reduced'))"
-        )
+    """Validate ``scheme`` and ``n``; return the kernel name and n (int)."""
     n = V_.check_n(n)
-    if scheme == "single" and n != 1:
-        raise ValueError(f"n: scheme 'single' is one draft, give n=1 (got n={n})")
-    if scheme == "spechub":
-        if n != 2:
-            raise ValueError(f"n: SpecHub is defined for n = 2 drafts only, got n={n}")
-        scheme = "greedy"
-    return scheme, n
+    return D.kernel_for(scheme, n), n
 
 
 def _check_shapes(p_shape: tuple, q_shape: tuple) -> None:
@@ -52,83 +45,50 @@ def _check_shapes(p_shape: tuple, q_shape: tuple) -> None:
         )
 
 
-def _support_error(qrow: np.ndarray, n: int, scheme: str, name: str) -> None:
-    V_.check_support(qrow, n, scheme, name)
-
-
-def check_numpy(p: Any, q: Any, n: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
-    """Validate numpy-like inputs; return float64 (B, V) rows summing to 1."""
-    pa, qa = np.asarray(p), np.asarray(q)
-    _check_shapes(pa.shape, qa.shape)
-    P = V_.prob_batch(pa, "p")
-    Q = V_.prob_batch(qa, "q")
-    P, Q = np.atleast_2d(P), np.atleast_2d(Q)
-    if scheme in _DISTINCT and n > 1:
-        support = np.count_nonzero(Q > 0, axis=-1)
-        if np.any(support < n):
-            row = int(np.flatnonzero(support < n)[0])
-            _support_error(Q[row], n, scheme, f"q[{row}]" if qa.ndim == 2 else "q")
-    return P, Q
-
-
-def check_array(p: Any, q: Any, n: int, scheme: str) -> tuple[Any, Any]:
-    """Validate arrays of any array-API library on their device; return clipped, renormalised rows.
-
-    One host synchronisation (reading the "all good" flag).  The sum tolerance follows the dtype
-    (:data:`mdsd_ot._validate.SUM_TOL` for float64, ``SUM_TOL_F32`` for float32).
-    """
-    xp = bk.namespace(p, q)
-    _check_shapes(tuple(p.shape), tuple(q.shape))
-    if p.dtype != q.dtype:
-        raise ValueError(f"q: has dtype {q.dtype} but p has {p.dtype}; give both in one dtype")
-    if p.dtype not in (xp.float32, xp.float64):
-        raise ValueError(
-            f"p: dtype {p.dtype} is not supported; convert to float32 or float64 "
-            "(e.g. p.float() / p.double())"
-        )
-    if p.shape[-1] == 0:
-        raise ValueError("p: rows are empty; give at least one probability per row")
-    tol = V_.SUM_TOL if p.dtype == xp.float64 else V_.SUM_TOL_F32
-    P, Q = (x if x.ndim == 2 else x[None, :] for x in (p, q))
-    flags = [_row_ok(P, tol), _row_ok(Q, tol)]
-    if scheme in _DISTINCT and n > 1:
-        flags.append(xp.sum(xp.astype(Q > 0, xp.int64), axis=-1) >= n)
-    ok = flags[0] & flags[1] if len(flags) == 2 else flags[0] & flags[1] & flags[2]
-    if not bool(xp.all(ok)):  # the one host synchronisation
-        _raise_first_bad(P, Q, n, scheme, batched=p.ndim == 2)
-    return _renormalise(P), _renormalise(Q)
-
-
-def _row_ok(x: Any, tol: float) -> Any:
-    xp = bk.namespace(x)
-    finite = xp.all(xp.isfinite(x), axis=-1)
-    nonneg = xp.all(x >= -V_.NEG_TOL, axis=-1)
-    s = xp.sum(xp.where(xp.isfinite(x), x, xp.zeros_like(x)), axis=-1)
-    return finite & nonneg & (xp.abs(s - 1.0) <= tol)
-
-
-def _renormalise(x: Any) -> Any:
-    xp = bk.namespace(x)
-    x = bk.clip(x, 0.0, None)
-    return x / xp.sum(x, axis=-1, keepdims=True)
-
-
-def _to_numpy(x: Any) -> np.ndarray:
-    if bk.is_torch(x):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)  # pragma: no cover - other array libraries
-
-
-def _raise_first_bad(P: Any, Q: Any, n: int, scheme: str, batched: bool) -> None:
-    """Re-run the shared validator on the host, which raises with the row named."""
-    tol = V_.SUM_TOL if P.dtype == bk.namespace(P).float64 else V_.SUM_TOL_F32
-    Pn, Qn = _to_numpy(P), _to_numpy(Q)
-    if batched:
-        V_.prob_batch(Pn, "p", tol=tol)
-        Qn = V_.prob_batch(Qn, "q", tol=tol)
-    else:
-        V_.prob_vector(Pn[0], "p", tol=tol)
-        Qn = V_.prob_vector(Qn[0], "q", tol=tol)[None, :]
+def _support_error(Q: Any, n: int, kernel: str, batched: bool) -> None:
+    """Raise the shared message for the first row of q with fewer than n positive masses."""
+    Qn = V_._host(Q)
     support = np.count_nonzero(Qn > 0, axis=-1)
     row = int(np.flatnonzero(support < n)[0])
-    _support_error(Qn[row], n, scheme, f"q[{row}]" if batched else "q")
+    V_.check_support(Qn[row], n, kernel, f"q[{row}]" if batched else "q")
+
+
+def check_numpy(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[Any, Any]]:
+    """Validate numpy-like inputs (one fused pass per array): float64 (B, V) rows clipped at 0
+    (the inputs themselves when nothing needed clipping) and their row sums (p's, q's)."""
+    _check_shapes(np.shape(p), np.shape(q))
+    P, sp, single = V_.prob_rows(p, "p")
+    Q, sq, _ = V_.prob_rows(q, "q")
+    if kernel in DISTINCT and n > 1 and np.any(np.count_nonzero(Q, axis=-1) < n):
+        _support_error(Q, n, kernel, batched=not single)
+    return P, Q, (sp, sq)
+
+
+def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[Any, Any]]:
+    """Validate tensors (any array-API library) on their device: rows clipped at 0, row sums.
+
+    The dtype rule, the meta device and gradients are handled by
+    :func:`mdsd_ot._validate.device_rows`; the per-row flags are reduced on the device and read
+    once (one host synchronisation).  The sum tolerance follows the dtype.
+    """
+    _check_shapes(tuple(p.shape), tuple(q.shape))
+    P, Q = V_.device_rows(p, "p"), V_.device_rows(q, "q")
+    if p.device != q.device:
+        raise ValueError(f"q: is on {q.device} but p is on {p.device}; put both on one device")
+    if P.dtype != Q.dtype:
+        raise ValueError(f"q: has dtype {q.dtype} but p has {p.dtype}; give both in one dtype")
+    xp = bk.namespace(P, Q)
+    sp, okp, tol = V_.device_flags(P)
+    sq, okq, _ = V_.device_flags(Q, tol)
+    ok = okp & okq
+    distinct = kernel in DISTINCT and n > 1
+    if distinct:
+        ok = ok & (xp.sum(xp.astype(Q > 0, xp.int32), axis=-1) >= min(n, Q.shape[-1] + 1))
+    if not bool(xp.all(ok)):  # the one host synchronisation
+        batched = p.ndim == 2
+        if not bool(xp.all(okp)):
+            V_.raise_first_bad_row(P, ~okp, "p", tol, batched)
+        if not bool(xp.all(okq)):
+            V_.raise_first_bad_row(Q, ~okq, "q", tol, batched)
+        _support_error(bk.clip(Q, 0.0, None), n, kernel, batched)
+    return bk.clip(P, 0.0, None), bk.clip(Q, 0.0, None), (sp, sq)

@@ -13,7 +13,7 @@ with n = 2 and therefore the same α*.
 
 The prefix route of T7 agrees: with T first (key :math:`-\infty`) and the rest by
 :math:`p/q'`, :math:`Q(H_k) = q'(H_k)` once T is in, so the prefix minimum is the sum of the
-negative parts of :math:`p - q'` outside T; ``tests/test_fast.py`` checks both routes.
+negative parts of :math:`p - q'` outside T; ``tests/fast/test_fast_solver.py`` checks both routes.
 """
 
 from __future__ import annotations

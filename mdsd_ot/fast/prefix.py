@@ -17,6 +17,7 @@ One routine per law evaluates :math:`Q` on all prefixes at once (arrays ``(B, V)
 holding :math:`Q(H_k)`), written against the array-API standard so that numpy and torch arrays
 run the same code (:mod:`mdsd_ot.fast._backend`).  All functions here take validated inputs
 (rows summing to 1, see :mod:`mdsd_ot.fast._check`) and never synchronise a GPU with the host.
+The sort and the scan that use them are in :mod:`mdsd_ot.fast.scan`.
 
 Accuracy
 --------
@@ -35,22 +36,26 @@ from typing import Any
 import numpy as np
 
 from . import _backend as bk
+from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 
 __all__ = [
     "sort_key",
     "prefix_Q_with",
     "prefix_Q_without2",
     "prefix_Q_conditional_poisson",
+    "certified_Q_without1",
+    "certified_Q_without2",
     "prefix_min",
-    "solve_sorted",
     "error_bound",
 ]
 
 
 def sort_key(p: Any, q: Any) -> Any:
-    r"""The sort key :math:`p(i)/q(i)` (one division).
+    r"""The sort key :math:`|p(i)/q(i)|` (one division, its sign bit cleared in place).
 
-    :math:`p = 0 < q` gives 0 (first), :math:`q = 0 < p` gives :math:`+\infty` (last).  The
+    :math:`p = 0 < q` gives 0 (first), :math:`q = 0 < p` gives :math:`+\infty` (last), also when
+    the zero is a signed ``-0.0`` (hence the absolute value: :math:`p/(-0) = -\infty` would sort
+    first).  A huge ratio that overflows to :math:`+\infty` sorts last, where it belongs.  The
     remaining case :math:`p = q = 0` gives NaN, which numpy and torch sort after every number;
     its place does not matter anyway, since a token with :math:`p = q = 0` changes neither
     :math:`P` nor :math:`Q` of any set (for every q-based law, a zero-mass token is never drawn).
@@ -58,11 +63,14 @@ def sort_key(p: Any, q: Any) -> Any:
     Examples
     --------
     >>> import numpy as np
-    >>> sort_key(np.array([0.5, 0.0, 0.5, 0.0]), np.array([0.25, 0.25, 0.0, 0.5])).tolist()
+    >>> sort_key(np.array([0.5, 0.0, 0.5, 0.0]), np.array([0.25, 0.25, -0.0, 0.5])).tolist()
     [2.0, 0.0, inf, 0.0]
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return p / q
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = p / q
+    if isinstance(key, np.ndarray):
+        return np.abs(key, out=key)
+    return key.abs_()
 
 
 def prefix_Q_with(qs: Any, n: int) -> Any:
@@ -76,7 +84,9 @@ def prefix_Q_with(qs: Any, n: int) -> Any:
     """
     s = bk.cumsum(qs)
     if n > 1:
-        s **= n
+        # above 2^53 the exponent is passed as a float (torch refuses ints beyond int64); the
+        # relative change of n is below 1e-16, so q(H)^n moves by less than that in log
+        s **= n if n < 2**53 else float(n)
     return s
 
 
@@ -149,8 +159,12 @@ def prefix_Q_conditional_poisson(qs: Any, n: int) -> Any:
     a sum of non-negative terms (no cancellation, unlike Newton's identities).  Each level is
     divided by its total :math:`e_m(q)` as it is formed, so every stored value lies in [0, 1]
     and neither :math:`e_m` overflows nor underflows at V = 152,064; the scales cancel in the
-    ratio: :math:`\tilde e_m(H_k) = \sum_{i\le k} q(i)\tilde e_{m-1}(H_{i-1}) / (\text{its total})`
-    and :math:`Q(H_k) = \tilde e_n(H_k)`.
+    ratio: :math:`\tilde e_m(H_k) = \sum_{i\le k} (q(i) / t_m)\,\tilde e_{m-1}(H_{i-1})` with
+    :math:`t_m = \sum_i q(i)\tilde e_{m-1}(H_{i-1})`, and :math:`Q(H_k) = \tilde e_n(H_k)`.
+    The total :math:`t_m` is formed first and divides ``q`` before the products: a term
+    :math:`q(i)\tilde e_{m-1}(H_{i-1})` below the smallest double (masses near 1e-200, n = 3) is
+    still a representable fraction of :math:`t_m`, and the products that underflow in
+    :math:`t_m` are below :math:`\varepsilon\, t_m`.
 
     Examples
     --------
@@ -162,10 +176,11 @@ def prefix_Q_conditional_poisson(qs: Any, n: int) -> Any:
     e = bk.cumsum(xp.asarray(qs, copy=True))
     e /= xp.asarray(e[..., -1:], copy=True)
     for _ in range(2, n + 1):
-        e[..., 1:] = qs[..., 1:] * e[..., :-1]
+        scaled = qs[..., 1:] / bk.rowdot(qs[..., 1:], e[..., :-1])  # q(i) / t_m
+        scaled *= e[..., :-1]
+        e[..., 1:] = scaled
         e[..., 0] = 0.0
         e = bk.cumsum(e)
-        e /= xp.asarray(e[..., -1:], copy=True)
     return e
 
 
@@ -198,47 +213,77 @@ def error_bound(V: int, n: int, eps: float) -> float:
     return (2 * n + 8) * (V + 1) * eps
 
 
-def prefix_Q(qs: Any, n: int, scheme: str) -> tuple[Any, Any]:
-    """Q on the prefixes k = 1..V for ``scheme`` and an extra error bound (0 or per row)."""
-    if scheme == "with":
-        return prefix_Q_with(qs, n), 0.0
-    if scheme == "conditional-poisson":
-        return prefix_Q_conditional_poisson(qs, n), 0.0
-    if scheme == "without":
-        if n == 2:
-            return prefix_Q_without2(qs), 0.0
-        try:
-            from .without import prefix_Q_without
-        except ImportError as exc:  # pragma: no cover - the n >= 3 module ships with the package
-            raise NotImplementedError(
-                f"scheme 'without' with n={n} needs mdsd_ot.fast.without ({exc})"
-            ) from exc
-        Qfull, err = prefix_Q_without(qs, n)
-        return Qfull[..., 1:], err
-    raise ValueError(f"scheme: {scheme!r} has no prefix evaluation")  # pragma: no cover
+def certified_Q_without2(q: Any, xp: Any) -> tuple[Any, Any]:
+    r"""Sequential without replacement, n = 2, on every prefix k = 0..V, with a certified bound.
 
+    .. math::
 
-def solve_sorted(p: Any, q: Any, n: int, scheme: str, return_set: bool = False):
-    r"""T7 on validated (B, V) rows: sort by p/q, scan prefixes; returns (α*, H mask or None, err).
+       Q(H) = 1 - \frac{q(H^c)}{T}\Bigl[1 + \sum_{x \in H} \frac{q(x)}{T - q(x)}\Bigr],
+       \qquad T = \sum_x q(x)
 
-    ``err`` is the extra error bound of the Q evaluation (0 for the closed forms; per row for
-    sequential without replacement with n >= 3), to be added to :func:`error_bound`.
+    (docs/reference.md; the law of ``q / T``), with :math:`T - q(x)` formed against the
+    double-double total so that it keeps its relative accuracy, and a rigorous bound on the
+    rounding error of every prefix (the counting argument of :mod:`mdsd_ot.fast._dd`).  Prefixes
+    with fewer than 2 positive masses (Q = 0) or no mass outside (Q = 1) are set exactly.
+
+    Parameters
+    ----------
+    q : (B, V) float64 array
+        q in prefix order (non-negative, at least 2 positive entries per row; need not sum to 1).
+    xp : namespace
+        The array namespace of ``q``.
+
+    Returns
+    -------
+    Q : (B, V+1) array
+        ``Q[:, k]`` = Q(first k tokens).
+    bound : (B,) array
+        Bound on the absolute error of every entry of the row.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> a, H, _ = solve_sorted(np.array([[0.5, 0.5]]), np.array([[0.75, 0.25]]), 2, "with", True)
-    >>> a.tolist(), H.tolist()
-    ([0.9375], [[True, False]])
+    >>> Q, err = certified_Q_without2(np.array([[0.5, 0.3, 0.2]]), np)
+    >>> Q.round(6).tolist(), bool(err[0] < 1e-14)  # T12: Q({0, 1}) = 18/35 sequentially
+    ([[0.0, 0.0, 0.514286, 1.0]], True)
     """
-    xp = bk.namespace(p, q)
-    key = sort_key(p, q)
-    perm = bk.argsort(key)
-    Q, err = prefix_Q(bk.gather(q, perm, out=key), n, scheme)  # reuse the key buffer
-    alpha, k = prefix_min(bk.cumsum(bk.gather(p, perm)), Q, return_set)
-    del Q
-    if not return_set:
-        return alpha, None, err
-    Hs = bk.arange_like(p, p.shape[-1]) < k[..., None]
-    H = bk.scatter(Hs, perm)
-    return alpha, xp.astype(H, xp.bool), err
+    B, V = q.shape
+    T_hi, T_lo, T_eta = accurate_sum(q, xp)
+    T = (T_hi + T_lo)[:, None]
+    d = (T_hi[:, None] - q) + T_lo[:, None]  # T_hi - q is exact when q >= T_hi / 2 (Sterbenz)
+    dmin = xp.min(d, axis=-1) * (1 - 8 * U)
+    theta_d = 2.01 * U + (U * xp.abs(T_lo) + T_eta) / dmin
+    F = bk.exclusive(cumsum_blocked(q / d, xp), xp)
+    lam = xp.concat(
+        [xp.flip(cumsum_blocked(xp.flip(q, axis=-1), xp), axis=-1), bk.zeros(xp, (B, 1), q)],
+        axis=-1,
+    )
+    Phi = lam * (1.0 + F) / T
+    D_cum = depth_cumsum(V)
+    D_T = 1.01 + T_eta / (U * T[:, 0])
+    D = 1.25 * (D_cum + (D_cum + theta_d / U + 1 + 1) + 2 + D_T) + 10
+    Qv = bk.clip(1.0 - Phi, 0.0, 1.0)
+    npos_pref = bk.exclusive(xp.cumulative_sum(xp.astype(q > 0, xp.int64), axis=-1), xp)
+    exact = (npos_pref < 2) | (lam == 0)
+    Qv = xp.where(npos_pref < 2, xp.zeros_like(Qv), xp.where(lam == 0, xp.ones_like(Qv), Qv))
+    Bd = (gamma(D)[:, None] * Phi + 1.01 * U) * (1 + 1e-6)
+    Bd = xp.where(exact, xp.zeros_like(Bd), Bd)
+    return Qv, xp.max(Bd, axis=-1)
+
+
+def certified_Q_without1(q: Any, xp: Any) -> tuple[Any, Any]:
+    r"""One draft: :math:`Q(H_k) = q(H_k)/T` on every prefix k = 0..V, with a certified bound.
+
+    The n = 1 case of :func:`certified_Q_without2` (same conventions, ``T`` the row total).
+
+    Examples
+    --------
+    >>> Q, err = certified_Q_without1(np.array([[0.5, 0.3, 0.2]]), np)
+    >>> Q.round(6).tolist(), bool(err < 1e-15)
+    ([[0.0, 0.5, 0.8, 1.0]], True)
+    """
+    V = q.shape[-1]
+    T_hi, T_lo, T_eta = accurate_sum(q, xp)
+    T = T_hi + T_lo
+    Qv = bk.clip(bk.exclusive(cumsum_blocked(q, xp), xp) / T[:, None], 0.0, 1.0)
+    D = depth_cumsum(V) + 2 + T_eta / (U * T) + 2
+    return Qv, gamma(D) * (1 + 1e-6)

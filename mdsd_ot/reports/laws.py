@@ -7,9 +7,9 @@ number of drafts, ``fixed_n``, only at that n).  α* per row comes from
 
 .. math:: \alpha^*(p, L) = 1 + \min_k \bigl[P(H_k) - Q_L(H_k)\bigr].
 
-:func:`alpha_rows` is the single call site of the solver for reports: the q-convex laws of a row
-share the ordering of p/q, so one sort could serve them all; when the fast solver offers a
-multi-law entry point, it replaces the per-law loop here and nowhere else.
+:func:`alpha_rows` is the single call site of the solver for reports: the laws of a row share
+the ordering of p/q, so one call of :func:`mdsd_ot.fast.alpha_star_laws` validates and sorts (or
+buckets) each row once for all of them.
 
 Examples
 --------
@@ -49,13 +49,21 @@ def make_law(scheme: str, q: Any, n: int) -> D.DraftLaw:
 def alpha_rows(P: Any, Q: Any, n: int, laws: Sequence[str]) -> dict[str, tuple[np.ndarray, str]]:
     """α* of every row for each law: ``{law: (values, "fast")}`` (NaN where a row is refused).
 
-    One solver call per law on the whole batch; a row the solver refuses (e.g. q with fewer
-    than n positive entries for a law of distinct drafts) is retried alone and left NaN.
+    One solver call for every law on the whole batch (one sort per row,
+    :func:`mdsd_ot.fast.alpha_star_laws`); when it refuses the batch (e.g. a row whose q has
+    fewer than n positive entries, for a law of distinct drafts), each law is solved on its own
+    and a row still refused is retried alone and left NaN.
     """
-    from ..fast import alpha_star
+    from ..fast import alpha_star, alpha_star_laws
 
     P = np.atleast_2d(np.asarray(P, dtype=np.float64))
     Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
+    try:
+        both = alpha_star_laws(P, Q, [(law, int(n)) for law in laws])
+    except ValueError:
+        pass
+    else:
+        return {law: (np.asarray(both[(law, int(n))], dtype=np.float64), "fast") for law in laws}
     out = {}
     for law in laws:
         try:

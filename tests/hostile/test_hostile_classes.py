@@ -84,18 +84,12 @@ def test_class1_subset_exact_huge_n_answers_or_refuses_fast():
 
 
 # -- class 3: one validator for 1-D, 2-D, numpy and torch --------------------------------
-CLASS3 = "class 3: one validator for 1-D/2-D/numpy/torch (being fixed on the fast-solver branch)"
-
-
 @pytest.mark.parametrize("row", [[0.5 + 0j, 0.5], [True, False]], ids=["complex", "bool"])
 def test_class3_vector_validator_refuses_complex_and_bool(row):
     with pytest.raises(ValueError, match="^p"):
         mdsd_ot.fast.alpha_star(np.array(row), np.array([0.5, 0.5]), n=2, scheme="with")
 
 
-@pytest.mark.xfail(
-    strict=True, reason=f"{CLASS3}: complex rows warn (ComplexWarning), bool rows pass"
-)
 @pytest.mark.parametrize("row", [[0.5 + 0j, 0.5], [True, False]], ids=["complex", "bool"])
 def test_class3_batch_validator_refuses_what_the_vector_validator_refuses(row):
     with warnings.catch_warnings():
@@ -104,7 +98,6 @@ def test_class3_batch_validator_refuses_what_the_vector_validator_refuses(row):
             mdsd_ot.fast.alpha_star(np.array([row]), np.array([[0.5, 0.5]]), n=2, scheme="with")
 
 
-@pytest.mark.xfail(strict=True, reason=f"{CLASS3}: torch lists are solved in float32")
 def test_class3_torch_list_keeps_float64():
     torch = pytest.importorskip("torch")
     p, q = [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]
@@ -117,7 +110,6 @@ def test_class3_torch_list_keeps_float64():
     assert a.dtype == torch.float64 and abs(float(a) - ref) <= 1e-15
 
 
-@pytest.mark.xfail(strict=True, reason=f"{CLASS3}: requires_grad raises RuntimeError (gather)")
 def test_class3_torch_requires_grad():
     torch = pytest.importorskip("torch")
     p = torch.tensor([0.5, 0.5], dtype=torch.float64, requires_grad=True)
@@ -130,7 +122,6 @@ def test_class3_torch_requires_grad():
         assert float(a) == pytest.approx(0.86, abs=1e-15)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{CLASS3}: meta tensors raise RuntimeError (.item())")
 def test_class3_torch_meta_device_refused():
     torch = pytest.importorskip("torch")
     p = torch.tensor([0.5, 0.5], device="meta")
@@ -195,13 +186,12 @@ def test_class5_parse_errors_name_option_and_file(files):
     assert "--q" in err and "rational" in err
 
 
-@pytest.mark.xfail(
-    strict=True, reason="_validate: the sum is printed with 6 digits ('sum to 1, not 1')"
-)
 def test_class5_sum_message_shows_the_difference():
     with pytest.raises(ValueError) as err:
         mdsd_ot.alpha_star([0.5, 0.5 + 2e-9], drafts.WithReplacement([0.5, 0.5], 2))
-    assert "sum to 1," not in str(err.value)
+    assert "sum to 1.000000002, not 1" in str(err.value)
+    with pytest.raises(ValueError, match="sum to 1.1, not 1"):
+        mdsd_ot.alpha_star([0.6, 0.5], drafts.WithReplacement([0.5, 0.5], 2))
 
 
 # -- class 6: reproducible hunts ------------------------------------------------------------
@@ -227,22 +217,12 @@ def test_class7_greedy_tiny_mass_is_a_law():
     assert abs(a - mdsd_ot.alpha_star(p, law, method="subset-exact")) <= 1e-12
 
 
-CLASS7 = "class 7: overflow warning of the without-replacement kernel (fast-solver branch)"
-
-
 @pytest.mark.parametrize(
     "q, n",
     [
         pytest.param([1 - 2e-16, 1e-16, 1e-16], 3, id="1e-16"),
-        pytest.param(
-            [0.5, 0.5, 5e-301], 3, id="5e-301", marks=pytest.mark.xfail(strict=True, reason=CLASS7)
-        ),
-        pytest.param(
-            [2 / 3, 1 / 3, 5e-324],
-            2,
-            id="5e-324",
-            marks=pytest.mark.xfail(strict=True, reason=CLASS7),
-        ),
+        pytest.param([0.5, 0.5, 5e-301], 3, id="5e-301"),
+        pytest.param([2 / 3, 1 / 3, 5e-324], 2, id="5e-324"),
     ],
 )
 def test_class7_fast_without_tiny_masses_no_warning(q, n):

@@ -19,7 +19,7 @@ from cli_kit import finishes  # noqa: E402
 from hostile_kit import known_failure, run_strict  # noqa: E402
 
 
-# -- the known failures, each with its minimal input (strict: the fix must remove the mark) -
+# -- the failures the properties found, each with its minimal input -----------------------
 def _product_huge_n():
     return drafts.make("product", [1.0], 10**20)
 
@@ -86,49 +86,46 @@ def _drafts_huge_n():
     return ValueError("refused") if out.returncode == 0 else RuntimeError(out.stderr[-300:])
 
 
-#: (filter name, the call, the right answer or None for "a ValueError", owner: reason).
-KNOWN_FAILURES = [
-    ("torch-object-array", _torch_object_array, 1.0,
-     "torch: numpy object arrays raise TypeError in torch.as_tensor (class 3)"),
-    ("torch-requires-grad", _torch_requires_grad, 0.86,
-     "torch: tensors that require grad raise RuntimeError in gather (class 3)"),
-    ("torch-meta", _torch_meta, None,
-     "torch: meta tensors raise RuntimeError (Tensor.item()) instead of ValueError (class 3)"),
-    ("without-tiny-mass-warning", _without_tiny_mass, 1.0,
-     "fast: the without-replacement kernel warns 'overflow encountered in divide' on masses "
-     "below ~1e-300 (class 7; the answer is right)"),
-    ("cp-tiny-mass-warning", _cp_tiny_mass, 1.0,
-     "fast: the conditional-Poisson kernel warns 'invalid value encountered in divide' when "
-     "e_n(q) underflows (masses ~1e-200, n = 3; the answer is right)"),
-    ("ratio-overflow-warning", _ratio_overflow, 0.5,
-     "fast: the with / without / conditional-Poisson kernels warn 'overflow encountered in "
-     "divide' when p(i)/q(i) overflows (q(i) subnormal, e.g. 5e-324; the answer is right)"),
-    ("torch-list-float32", _torch_list, 0.94,
-     "torch: lists are solved in float32 (class 3)"),
-    ("torch-huge-n", _torch_huge_n, 1.0,
-     "torch: n >= 2^63 raises OverflowError ('int too big to convert'); the numpy solver "
-     "answers (with) or refuses (distinct-draft laws) with a ValueError"),
-]  # fmt: skip
+#: (name, the call, the right answer or None for "a ValueError"): found by the properties and
+#: fixed (drafts: product and huge n, e_n underflow; validator: class 3; fast/torch: class 7).
+FIXED_FAILURES = [
+    ("product-huge-n", _product_huge_n, None),
+    ("cp-e_n-underflow", _cp_underflow, 1.0),
+    ("drafts-huge-n", _drafts_huge_n, None),
+    ("torch-object-array", _torch_object_array, 1.0),
+    ("torch-requires-grad", _torch_requires_grad, 0.86),
+    ("torch-meta", _torch_meta, None),
+    ("without-tiny-mass-warning", _without_tiny_mass, 1.0),
+    ("cp-tiny-mass-warning", _cp_tiny_mass, 1.0),
+    ("ratio-overflow-warning", _ratio_overflow, 0.5),
+    ("torch-list-float32", _torch_list, 0.94),
+    ("torch-huge-n", _torch_huge_n, 1.0),
+]
+
+#: (filter name, the call, the right answer or None, owner: reason) of failures still open:
+#: each is ``xfail(strict=True)`` and filtered from the properties by
+#: :func:`hostile_kit.known_failure`.  None is open today.
+KNOWN_FAILURES: list[tuple] = []
 
 
 @pytest.mark.parametrize(
-    "call, answer",
-    [(_product_huge_n, None), (_cp_underflow, 1.0), (_drafts_huge_n, None)],
-    ids=["product-huge-n", "cp-e_n-underflow", "drafts-huge-n"],
+    "call, answer", [pytest.param(c, a, id=name) for name, c, a in FIXED_FAILURES]
 )
 def test_fixed_failures_stay_fixed(call, answer):
-    """Found by the properties, fixed in mdsd_ot.drafts: a ValueError or the right answer."""
+    """A ValueError or the right answer (to 1e-12), and no warning (``run_strict``)."""
     out = run_strict(call)
     if answer is None:
         assert isinstance(out, ValueError), out
     else:
+        assert not isinstance(out, ValueError), out
         assert abs(float(out) - answer) <= 1e-12
 
 
+@pytest.mark.skipif(not KNOWN_FAILURES, reason="no known failure is open")
 @pytest.mark.parametrize(
     "call, answer",
     [pytest.param(c, a, id=name, marks=pytest.mark.xfail(strict=True, reason=why))
-     for name, c, a, why in KNOWN_FAILURES],
+     for name, c, a, why in KNOWN_FAILURES] or [pytest.param(None, None, id="none")],
 )  # fmt: skip
 def test_known_failure_examples(call, answer):
     out = run_strict(call)
@@ -139,21 +136,12 @@ def test_known_failure_examples(call, answer):
 
 
 def test_known_failure_filters_match_their_examples():
-    names = {name for name, *_ in KNOWN_FAILURES}
+    """Every open failure's filter catches its example; fixed inputs are no longer filtered."""
     x = np.array([0.5, 0.5], dtype=object)
-    assert known_failure("torch", x, x, 1, "with") in names
-    g = torch.tensor([0.5, 0.5], requires_grad=True)
-    assert known_failure("torch", g, g.detach(), 2, "with") in names
-    m = torch.tensor([0.5, 0.5], device="meta")
-    assert known_failure("torch", m, m, 2, "with") in names
+    assert known_failure("torch", x, x, 1, "with") is None
     q = np.array([0.5, 0.5, 5e-301])
-    assert known_failure("fast", q[::-1], q, 3, "without") in names
-    assert known_failure("law", q[::-1], q, 3, "without") in names
+    assert known_failure("fast", q[::-1], q, 3, "without") is None
     c = np.array([1e-200, 1e-200, 1.0])
-    assert known_failure("fast", c, c, 3, "conditional-poisson") in names
-    t = torch.tensor([0.5, 0.5])
-    assert known_failure("torch", t, t, 10**20, "with") in names
-    assert known_failure("fast", [0.5, 0.5], [1.0, 5e-324], 2, "with") in names
-    assert known_failure("torch", [0.5, 0.5], t, 2, "with") in names
-    assert known_failure("law", [1.0, 0, 0], [1.0, 1e-98, 1e-98], 3, "without") in names
+    assert known_failure("fast", c, c, 3, "conditional-poisson") is None
+    assert known_failure("torch", torch.tensor([0.5, 0.5]), None, 10**20, "with") is None
     assert known_failure("fast", [0.5, 0.5], [0.2, 0.8], 2, "with") is None

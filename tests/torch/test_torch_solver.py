@@ -1,10 +1,10 @@
-"""The torch solver: the same algorithm as mdsd_ot.fast on tensors (T7, T4, T9).
+"""The torch boundary of the fast solver (mdsd_ot.torch): what only tensors have.
 
-- float64 equals the numpy solver within 1e-12 on every scheme (seeded batches with the edge
-  cases of tests/test_fast.py: ties in p/q, zeros in p and q, masses near 1e-12, n = support);
-- float32 within the measured bound ``mdsd_ot.torch.FLOAT32_BOUND`` of the float64 value on
-  realistic rows (Zipf-like logits, temperature 0.7, V = 32,000);
-- results stay on the input device and in its dtype; bad rows are named.
+The solver itself is tested once for every backend by the shared ``nx`` fixture
+(tests/fast/test_fast_solver.py: exact brute force on numpy and torch float64, realistic rows on
+torch float32 within ``mdsd_ot.torch.FLOAT32_BOUND``).  Here: results stay on the input device
+and in its dtype, the dtype rule for non-tensor inputs, no host synchronisation in the core,
+dtype and device mismatches, CUDA when present.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
+import mdsd_ot  # noqa: E402
 import mdsd_ot.fast as fast  # noqa: E402
 import mdsd_ot.torch as mt  # noqa: E402
+from mdsd_ot.drafts import kernel_for  # noqa: E402
 
 CASES = [
     ("with", 1),
@@ -65,54 +67,6 @@ def _edge_batch(seed: int, B: int = 40, V: int = 12) -> tuple[np.ndarray, np.nda
     return p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
 
 
-def _realistic(B: int, V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Zipf-like logits, softmax at temperature 0.7; the draft adds N(0, 1) noise to the logits."""
-    rng = np.random.default_rng(seed)
-    z = -np.log(np.arange(1, V + 1, dtype=np.float64))
-    Z = np.stack([rng.permutation(z) for _ in range(B)])
-    p = np.exp((Z - Z.max(1, keepdims=True)) / 0.7)
-    Zq = Z + rng.normal(0.0, 1.0, Z.shape)
-    q = np.exp((Zq - Zq.max(1, keepdims=True)) / 0.7)
-    return p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
-
-
-@pytest.mark.parametrize("scheme,n", CASES)
-def test_float64_equals_numpy(scheme, n):
-    """float64 torch = numpy within 1e-12, α* and the value of the returned set."""
-    p, q = _edge_batch(seed=n + len(scheme))
-    a_np, H_np = fast.alpha_star(p, q, n=n, scheme=scheme, return_set=True)
-    a_t, H_t = mt.alpha_star(
-        torch.from_numpy(p), torch.from_numpy(q), n=n, scheme=scheme, return_set=True
-    )
-    assert a_t.dtype == torch.float64 and H_t.dtype == torch.bool
-    assert np.max(np.abs(a_t.numpy() - a_np)) <= 1e-12
-    # the sets may differ inside ties of p/q, never in value: compare P(H) (T7 ties)
-    if scheme in ("greedy", "spechub", "single") or n == 1:
-        assert np.array_equal(H_t.numpy(), H_np)
-
-
-def test_float64_equals_numpy_large():
-    """One realistic batch at V = 32,000: every scheme within 1e-12 of numpy."""
-    p, q = _realistic(2, 32_000, seed=4)
-    for scheme, n in CASES:
-        a_np = fast.alpha_star(p, q, n=n, scheme=scheme)
-        a_t = mt.alpha_star(torch.from_numpy(p), torch.from_numpy(q), n=n, scheme=scheme)
-        assert np.max(np.abs(a_t.numpy() - a_np)) <= 1e-12, scheme
-
-
-@pytest.mark.parametrize("scheme,n", CASES)
-def test_float32_within_measured_bound(scheme, n):
-    """float32 vs float64 on realistic rows: within FLOAT32_BOUND (1e-5; observed <= 1e-6)."""
-    p, q = _realistic(2, 32_000, seed=5)
-    a64 = fast.alpha_star(p, q, n=n, scheme=scheme)
-    a32 = mt.alpha_star(
-        torch.from_numpy(p).float(), torch.from_numpy(q).float(), n=n, scheme=scheme
-    )
-    assert a32.dtype == torch.float32
-    err = np.max(np.abs(a32.double().numpy() - a64))
-    assert err <= mt.FLOAT32_BOUND, (scheme, n, err)
-
-
 def test_device_dtype_and_shapes_preserved():
     p = torch.tensor([0.05, 0.05, 0.9], dtype=torch.float64)
     q = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
@@ -153,7 +107,7 @@ def test_core_has_no_host_sync(scheme, n):
 
     p, q = _edge_batch(seed=3, B=5)
     P, Q = torch.from_numpy(p), torch.from_numpy(q)
-    route = {"spechub": "greedy"}.get(scheme, scheme)
+    route = kernel_for(scheme, n)
     with Spy() as spy:
         fast.solve_rows(P, Q, n, route, return_set=True)
     assert "aten.sort" in spy.ops or route in ("greedy", "single") or n == 1
@@ -188,11 +142,25 @@ def test_bad_rows_are_named():
     bad[5, 0] = 1.0
     with pytest.raises(ValueError, match=r"q\[5\].*n <= 1"):
         mt.alpha_star(P, bad, n=2, scheme="conditional-poisson")
-    with pytest.raises(ValueError, match="dtype"):
-        mt.alpha_star(P.half(), Q.half(), n=2, scheme="with")
+    half = mt.alpha_star(P.half(), Q.half(), n=2, scheme="with")  # the dtype rule: float32
+    assert half.dtype == torch.float32
     with pytest.raises(ValueError, match="dtype"):
         mt.alpha_star(P, Q.float(), n=2, scheme="with")
     # float32 rows use the float32 sum tolerance (1e-4)
     P32 = P.float()
     P32[0] *= 1 + 5e-5
     mt.alpha_star(P32, Q.float(), n=2, scheme="with")
+
+
+def test_non_tensor_inputs_follow_the_dtype_rule():
+    """Lists become float64 (never torch's default float32); a tensor argument sets the dtype
+    and device of the other; numpy float32 stays float32."""
+    a = mt.alpha_star([0.05, 0.05, 0.9], [0.5, 0.3, 0.2], n=2, scheme="without")
+    assert a.dtype == torch.float64 and abs(float(a) - 41 / 70) <= 1e-15
+    q32 = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float32)
+    assert mt.alpha_star([0.05, 0.05, 0.9], q32, n=2, scheme="without").dtype == torch.float32
+    p32 = np.array([0.05, 0.05, 0.9], dtype=np.float32)
+    assert mt.alpha_star(p32, p32, n=1, scheme="single").dtype == torch.float32
+    law = mdsd_ot.drafts.WithoutReplacement([0.5, 0.3, 0.2], 2)
+    a = mt.alpha_star([0.05, 0.05, 0.9], law)
+    assert a.dtype == torch.float64 and abs(float(a) - 41 / 70) <= 1e-15

@@ -1,0 +1,395 @@
+r"""α* below the cost of one sort: bucket the ratios, bound each bucket, sort only the survivors.
+
+The optimum of T7 is a prefix of the tokens in the order of :math:`r = p/q`.  Instead of sorting
+all V ratios, one linear pass puts every token in a *bucket* of ratios (the float's exponent and
+its top :data:`SUB_BITS` mantissa bits: 16 buckets per octave over :math:`2^{\pm 32}`, two end
+buckets for the rest) and histograms, per bucket, p and the few statistics the law's Q needs
+(:mod:`mdsd_ot.fast.chain`).  Cumulative sums over the buckets give the objective
+:math:`f = P - Q` exactly at every bucket boundary (each is a prefix of the sorted order), so
+
+.. math::
+
+   UB = \min_{j} f(H_{<j}) \;\ge\; \min_k f(H_k) = \alpha^* - 1 .
+
+Inside bucket b (ratios in :math:`[r_{lo}, r_{hi})`, masses :math:`p_b, q_b`) any prefix adds a
+set S of the bucket with :math:`t = q(S)`; then :math:`P \ge \max(P_b + r_{lo} t,\;
+P_{b+1} - r_{hi}(q_b - t))` (P grows at a rate between :math:`r_{lo}` and :math:`r_{hi}` per
+unit of q), and Q lies below the chord between the bucket's ends (Q is convex along every chain:
+q-convexity, T5).  The bound
+
+.. math::
+
+   LB_b = \min_{t \in \{0,\ t^*,\ q_b\}} \Bigl[\max(P_b + r_{lo} t,\ P_{b+1} - r_{hi}(q_b - t))
+          - Q_b - (Q_{b+1} - Q_b)\,t / q_b\Bigr],
+   \qquad t^* = \frac{r_{hi} q_b - p_b}{r_{hi} - r_{lo}},
+
+is piecewise linear in t, so its minimum sits at one of the three points.  A bucket with
+:math:`LB_b \ge UB - \text{tol}` cannot hold a better prefix; the others (usually one bucket of
+a few thousand tokens) are sorted and scanned exactly, their statistics continuing from the
+bucket's boundary.  The result is the sorting path's α* (the same prefix minimum, summed in
+another order; ``tol`` = :data:`TOL` plus the law's own error bound).
+
+Scanning C survivors costs about what the sorting path costs on C tokens, so survivors are
+scanned even when they are many; a row is sorted instead when its fullest bucket holds more than
+the law's ``dense_fraction`` of V (known after the first histograms, before the law's statistics are
+formed: the worst case then costs the sort plus about a tenth), when its survivors exceed
+:data:`MAX_FRACTION` of V, or when the law cannot bound its error (conditional Poisson with an
+ill-conditioned light part).  numpy and torch run the same code; on torch the histograms are
+``scatter_add_``, there is no per-row loop, and the only host synchronisation reads the
+survivor counts (which fix the shape of the second phase).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as V_
+from . import _backend as bk
+from . import _histograms as hg
+from .chain import CHAINS, Chain, chain_for
+from .prefix import sort_key
+from .scan import solve_sorted
+
+__all__ = [
+    "SUB_BITS",
+    "HALF_WINDOW",
+    "TOL",
+    "MAX_FRACTION",
+    "solve_bucketed",
+    "shared_buckets",
+    "supports",
+]
+
+#: Mantissa bits per bucket: 2**SUB_BITS buckets per octave of p/q.
+SUB_BITS: int = 4
+#: Buckets cover p/q in [2**-HALF_WINDOW, 2**HALF_WINDOW); two end buckets hold the rest.
+HALF_WINDOW: int = 32
+#: Absolute slack of the pruning test (beyond the law's own error bound).
+TOL: float = 1e-13
+#: A row whose surviving buckets hold more than this share of V is sorted instead.
+MAX_FRACTION: float = 0.75
+#: numpy: rows whose fullest bucket holds more than a share of V are sorted at once, before the
+#: law's statistics are formed (the bounds could not spare much of the sort); the share is the
+#: law's ``dense_fraction`` (:mod:`mdsd_ot.fast.chain`: 0.4, conditional Poisson 0.25, the
+#: sequential series 0.6).
+
+_U = 2.0**-53
+
+
+def supports(kernel: str) -> bool:
+    """Whether the bucket path has a chain evaluator for this kernel."""
+    return kernel in CHAINS
+
+
+def _excl(x: Any, xp: Any) -> Any:
+    """Cumulative sums along the last axis with a leading 0: entry j sums the first j terms."""
+    return bk.exclusive(xp.cumulative_sum(x, axis=-1), xp)
+
+
+def _suffix(x: Any, xp: Any) -> Any:
+    """Entry j = sum of the terms j.. (a trailing 0): the mass *outside* the first j buckets."""
+    s = xp.flip(xp.cumulative_sum(xp.flip(x, axis=-1), axis=-1), axis=-1)
+    return xp.concat([s, xp.zeros_like(s[:, :1])], axis=-1)
+
+
+def solve_bucketed(
+    p: Any,
+    q: Any,
+    sp: Any,
+    sq: Any,
+    n: int,
+    kernel: str,
+    return_set: bool = False,
+    shared: Any = None,
+) -> tuple[Any, Any, Any]:
+    r"""α* of validated (B, V) rows by bucket-and-bound; ``(alpha, H or None, err)``.
+
+    ``p``, ``q`` are non-negative rows (not necessarily normalised) with row sums ``sp``, ``sq``
+    (the law is that of the normalised rows).  ``err`` is the law's error bound per row, as in
+    :func:`mdsd_ot.fast.scan.solve_sorted`.  Rows the bounds cannot settle cheaply are solved
+    by the sorting path.  ``shared`` (from :func:`shared_buckets`) lets several laws on the same
+    rows reuse one bucketing pass.
+
+    Examples
+    --------
+    >>> p, q = np.array([[0.05, 0.05, 0.9]]), np.array([[0.5, 0.3, 0.2]])
+    >>> a, H, err = solve_bucketed(p, q, np.ones(1), np.ones(1), 2, "without", True)
+    >>> round(float(a[0]), 12), H.tolist()  # exact: 41/70
+    (0.585714285714, [[True, True, False]])
+    """
+    xp = bk.namespace(p, q)
+    B, V = p.shape
+    law = chain_for(kernel, n)
+    shared = shared if shared is not None else _shared(p, q)
+    if shared["one_ratio"]:  # numpy: every ratio equal, the chain one block of ties
+        # P is linear and Q convex along it (T5), so f = P - Q is concave and its minimum is
+        # at an end: f(empty) = 0 = f(everything), alpha* = 1 with the empty set (T7)
+        alpha = xp.ones((B,), dtype=p.dtype)
+        H = xp.zeros((B, V), dtype=xp.bool) if return_set else None
+        return alpha, H, xp.zeros((B,), dtype=xp.float64)
+    exact = None
+    Hn = shared["Hn"]
+    if Hn is not None and B == 1 and Hn.max() > law.dense_fraction * V:
+        # numpy: one bucket holds most of the row.  If all its ratios are equal, the objective
+        # is concave along it (P linear, Q convex): its ends bound it exactly.  Otherwise its
+        # bounds could not spare the sort, so sort now (what was spent: one division, one
+        # shift and two bincounts).
+        exact = _equal_ratio_bucket(p, q, shared["ids"], int(np.argmax(Hn[0])))
+        if exact is None:
+            a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
+            return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
+    st = _phase1(p, q, sp, sq, law, xp, shared, exact)
+    # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
+    counts, fallback = bk.to_host(st["counts"], st["fallback"])
+    counts, fallback = counts.astype(np.int64), fallback.astype(bool)
+    slow = np.flatnonzero(fallback)
+    if slow.size == B:  # every row: the sorting path on the rows themselves (no copies)
+        a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
+        return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
+    if slow.size:  # their survivors are not collected; the sort overwrites their results
+        keep = xp.asarray(~fallback, device=getattr(p, "device", None))
+        st["mask"] = st["mask"] & keep[:, None]
+    alpha, H, err = _phase2(st, law, int(counts[~fallback].max(initial=0)), return_set, xp)
+    if slow.size:
+        Pn = _rows(p, slow, xp) / _rows(sp, slow, xp)[:, None]
+        Qn = _rows(q, slow, xp) / _rows(sq, slow, xp)[:, None]
+        a, h, e = solve_sorted(Pn, Qn, n, kernel, return_set)
+        e = xp.zeros_like(a) + e
+        alpha, H, err = _merge(alpha, H, err, slow, a, h, xp.astype(e, xp.float64), xp)
+    return alpha, H, err
+
+
+def shared_buckets(p: Any, q: Any) -> dict[str, Any]:
+    """One bucketing pass for several laws on the same rows (see :func:`solve_bucketed`)."""
+    return _shared(p, q)
+
+
+def _rows(x: Any, rows: np.ndarray, xp: Any) -> Any:
+    """Rows ``rows`` of an array (numpy or torch), or the value itself for non-arrays."""
+    if not bk.is_array(x) or x.ndim == 0:
+        return x
+    idx = xp.asarray(rows, device=getattr(x, "device", None))
+    return xp.take(x, idx, axis=0)
+
+
+def _merge(alpha, H, err, rows, a, h, e, xp):
+    idx = xp.asarray(rows, device=getattr(alpha, "device", None))
+    if bk.is_torch(alpha):
+        alpha = alpha.index_copy(0, idx, a.to(alpha.dtype))
+        err = err.index_copy(0, idx, e.to(err.dtype))
+        H = None if H is None else H.index_copy(0, idx, h)
+    else:
+        alpha[rows] = a
+        err[rows] = e
+        if H is not None:
+            H[rows] = h
+    return alpha, H, err
+
+
+def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] | None:
+    """(b, r) when every token of bucket b of the one numpy row has the ratio r, else None.
+
+    The bucket holds a large share of the row, so its tokens among the first 4,096 decide
+    most cases at once; only a bucket whose sample is of one ratio is read in full."""
+    for head in (ids[0, :4096], ids[0]):
+        sel = np.flatnonzero(head == b)
+        key = sort_key(p[0, sel], q[0, sel])
+        if sel.size and key.min() != key.max():
+            return None
+    r = float(key.min()) if sel.size else np.nan
+    return (b, r) if np.isfinite(r) else None
+
+
+def _shared(p: Any, q: Any) -> dict[str, Any]:
+    """What every law shares: the bucket of every token and their number; (numpy) the number of
+    tokens per bucket, or ``one_ratio`` when every ratio is the same; p's histogram (``Hp``,
+    formed on first use by :func:`_phase1`)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = sort_key(p, q)
+    numpy = isinstance(p, np.ndarray)
+    one_ratio = numpy and bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
+    ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
+    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "one_ratio": one_ratio}
+    if numpy and not one_ratio:
+        out["Hn"] = hg.count_histogram(ids, None if p.shape[0] == 1 else NB)
+        out["NB"] = out["Hn"].shape[-1]  # one row: buckets up to the largest id only
+    return out
+
+
+def _phase1(
+    p: Any, q: Any, sp: Any, sq: Any, law: Chain, xp: Any, shared: Any = None, exact: Any = None
+) -> dict[str, Any]:
+    """Histograms, boundary values, bounds and the survivor mask; no host synchronisation.
+
+    ``exact`` = (bucket, ratio): that bucket's ratios are all equal (its edges become the
+    ratio itself, and its bound the smaller end value)."""
+    B, V = p.shape
+    numpy = isinstance(p, np.ndarray)
+    ctx = law.setup(p, q, sq, xp)
+    shared = shared if shared is not None else _shared(p, q)
+    ids, NB, Hn = shared["ids"], shared["NB"], shared["Hn"]
+    if shared["Hp"] is None:
+        shared["Hp"] = hg.histogram(ids, p, NB)
+    Hp = shared["Hp"]
+    Hs = law.histograms(ids, q, ctx, NB)
+    b0, b1 = 0, NB
+    if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)
+        occ = np.flatnonzero(Hp[0] + Hs[0][0] if B == 1 else np.any((Hp != 0) | (Hs[0] != 0), 0))
+        hb = bk.take_rows(ids, ctx["heavy"])
+        lo_h, hi_h = (int(hb.min()), int(hb.max()) + 1) if hb.size else (NB, 0)
+        b0, b1 = (int(occ[0]), int(occ[-1]) + 1) if occ.size else (0, 1)
+        b0, b1 = min(b0, lo_h), max(b1, hi_h)
+        Hp, Hs, ids_off = Hp[:, b0:b1], [h[:, b0:b1] for h in Hs], b0
+    else:
+        ids_off = 0
+    Hp = Hp / sp[:, None]
+    heavy = ctx["heavy"]
+    hb = bk.take_rows(ids, heavy) - ids_off
+    NBt = b1 - b0
+    Hhq = hg.histogram(hb, xp.astype(ctx["hq"], Hs[0].dtype), NBt)
+    Hhc = hg.histogram(hb, xp.ones_like(xp.astype(ctx["hq"], Hs[0].dtype)), NBt)
+    qmass = ctx["scale"][:, None] * Hs[0] + Hhq
+    Hc = None
+    if "cnt" in law.uses:  # tokens per bucket: every finite ratio has q > 0, and a q = 0 token
+        # (ratio +inf or NaN, the last buckets) only follows every positive mass in the chain
+        Hc = (Hn if Hn is not None else hg.count_histogram(ids, NB))[:, b0:b1]
+    nb = b1 - b0
+    uses = law.uses
+    P_b = _excl(Hp, xp)
+    L_b = [_excl(h, xp) for h in Hs] if "L" in uses else None
+    seg_b = xp.astype(xp.round(_excl(Hhc, xp)), xp.int64) if "seg" in uses else None
+    qc_b = _excl(qmass, xp)
+    lam_b = _suffix(qmass, xp) if "lam" in uses else None
+    cnt_b = xp.astype(xp.round(_excl(Hc, xp)), xp.int64) if "cnt" in uses else None
+    ctx["L_total"] = [L[:, -1] for L in L_b] if L_b is not None else None
+    depth = (int(np.max(Hc)) if numpy else V) + nb + 2 if Hc is not None else V + nb
+    Q_b, err_b = law.Q(ctx, L_b, seg_b, qc_b, lam_b, cnt_b, depth)
+    err_b = xp.zeros_like(sq) + err_b
+    f_b = P_b - Q_b
+    UB = xp.min(f_b, axis=-1)
+
+    lo, hi = hg.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0, b1)
+    if exact is not None and b0 <= exact[0] < b1:
+        lo, hi = lo.copy(), hi.copy()
+        lo[exact[0] - b0] = hi[exact[0] - b0] = exact[1]
+    if not numpy:
+        lo = bk.const(p, ("bucket-lo", SUB_BITS, HALF_WINDOW, b0, b1), lambda: lo)
+        hi = bk.const(p, ("bucket-hi", SUB_BITS, HALF_WINDOW, b0, b1), lambda: hi)
+    c = (sq / sp)[:, None]  # normalised ratio = raw ratio * sum(q) / sum(p)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rlo = xp.astype(lo, f_b.dtype) * c * (1 - 4 * _U)
+        rhi = xp.astype(hi, f_b.dtype) * c * (1 + 4 * _U)
+        finite = xp.isfinite(rhi)
+        open_ = finite & (rhi > rlo)  # a bucket of one ratio: P is linear, t = q_b will do
+        gap = xp.where(open_, rhi - rlo, xp.ones_like(rhi))
+        t = xp.where(open_, (xp.where(finite, rhi, xp.zeros_like(rhi)) * qmass - Hp) / gap, qmass)
+        t = xp.minimum(xp.maximum(t, xp.zeros_like(t)), qmass)
+        frac = xp.where(qmass > 0, t / xp.where(qmass > 0, qmass, xp.ones_like(qmass)), t * 0)
+        chord = Q_b[:, :-1] + (Q_b[:, 1:] - Q_b[:, :-1]) * frac
+        inner = P_b[:, :-1] + rlo * t - chord
+    LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
+    survive = LB < (UB - TOL)[:, None]
+    if numpy:
+        mask = hg.survivor_mask(survive, ids, b0, NB)
+    else:
+        mask = bk.take_rows(survive, ids)
+    counts = bk.count_true(mask)
+    fallback = (counts > MAX_FRACTION * V) | ~xp.isfinite(err_b)
+    return {
+        "p": p, "q": q, "sp": sp, "sq": sq, "ids": ids, "mask": mask,
+        "P_b": P_b, "L_b": L_b, "seg_b": seg_b, "qc_b": qc_b, "lam_b": lam_b, "cnt_b": cnt_b,
+        "f_b": f_b, "UB": UB, "LB": LB, "survive": survive, "err_b": err_b, "counts": counts,
+        "fallback": fallback,
+        "ctx": ctx, "b0": b0, "depth": depth,
+    }  # fmt: skip
+
+
+def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
+    """Statistic at each survivor: its bucket's boundary value plus the run's sum up to it.
+
+    ``first`` is None when every survivor lies in one bucket (one run, starting at 0).
+    """
+    if first is None:
+        return xp.cumulative_sum(x, axis=-1) + bk.take_rows(boundary, bs[:, :1])
+    E = bk.exclusive(xp.cumulative_sum(x, axis=-1), xp)  # E[j] = sum of the first j terms
+    return (bk.take_rows(boundary, bs) - bk.take_rows(E, first)) + E[:, 1:]
+
+
+def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
+    """Sort the survivors, continue the statistics from their buckets' boundaries, scan."""
+    p, q, ids, ctx = st["p"], st["q"], st["ids"], st["ctx"]
+    B, V = p.shape
+    UB, err_b, b0 = st["UB"], st["err_b"], st["b0"]
+    nb = st["P_b"].shape[-1] - 1
+    best, err = UB, err_b
+    from_s = xp.zeros(UB.shape, dtype=xp.bool, device=getattr(UB, "device", None))
+    uses = law.uses
+    if C > 0:
+        idx, valid = hg.compact(st["mask"], C)
+        full = isinstance(valid, np.ndarray) and B == 1  # numpy, one row: every slot is filled
+        ps, qs = bk.take_rows(p, idx), bk.take_rows(q, idx)
+        ks = sort_key(ps, qs)
+        if not full:
+            ks = xp.where(valid, ks, xp.full_like(ps, float("nan")))
+        # ties in p/q may come in any order (T7), except among the heavy tokens, whose chain
+        # order (by p/q, then index) the law fixed in its setup: a stable sort keeps it
+        perm = bk.stable_argsort(ks) if ctx.get("heavy_ties", True) else bk.argsort(ks)
+        idx, ps, qs = bk.take_rows(idx, perm), bk.take_rows(ps, perm), bk.take_rows(qs, perm)
+        bs = bk.take_rows(ids, idx) - b0
+        if full:
+            ps = ps / st["sp"][:, None]
+        else:
+            valid = bk.take_rows(valid, perm)
+            bs = xp.where(valid, bs, xp.full_like(idx, nb))
+            zero = xp.zeros_like(ps)
+            ps = xp.where(valid, ps, zero) / st["sp"][:, None]
+            qs = xp.where(valid, qs, zero)
+        one_run = full and int(bs[0, 0]) == int(bs[0, -1])  # sorted: one surviving bucket
+        # the start of each survivor's run (None: a single run)
+        first = None if one_run else bk.searchsorted_rows(bs, bs, "left")
+        heavy = ctx["heavy"]
+        hf = bk.isin_rows(idx, heavy) & valid
+        P_s = _continued(st["P_b"], bs, ps, first, xp)
+        L_s = seg_s = qc_s = lam_s = cnt_s = None
+        if "L" in uses:
+            stats = law.stats(qs, ctx, hf)
+            L_s = [_continued(Lb, bs, x, first, xp) for Lb, x in zip(st["L_b"], stats, strict=True)]
+        if "seg" in uses:
+            seg_s = _continued(st["seg_b"], bs, xp.astype(hf, xp.int64), first, xp)
+        if "qc" in uses or "lam" in uses:
+            qn = qs / st["sq"][:, None]
+        if "qc" in uses:
+            qc_s = _continued(st["qc_b"], bs, qn, first, xp)
+        if "lam" in uses:  # suffix sums (relative accuracy): the mass after each survivor
+            nxt = bk.searchsorted_rows(bs, bs, "right")
+            R = _suffix(qn, xp)
+            after = bk.take_rows(st["lam_b"], xp.minimum(bs + 1, xp.full_like(bs, nb)))
+            lam_s = (after - bk.take_rows(R, nxt)) + R[:, 1:]
+        if "cnt" in uses:
+            cnt_s = _continued(st["cnt_b"], bs, xp.astype(qs > 0, xp.int64), first, xp)
+        Q_s, err_s = law.Q(ctx, L_s, seg_s, qc_s, lam_s, cnt_s, st["depth"] + C)
+        f_s = P_s - Q_s if full else xp.where(valid, P_s - Q_s, xp.full_like(P_s, float("inf")))
+        ms = xp.min(f_s, axis=-1)
+        from_s = ms < UB
+        best = xp.minimum(UB, ms)
+        err = xp.maximum(err_b, xp.zeros_like(err_b) + err_s)
+    alpha = bk.clip(1.0 + xp.minimum(best, xp.zeros_like(best)), 0.0, 1.0)
+    err = 3.0 * err + TOL  # pruning slack, and the law's error in UB, LB and the survivors
+    if not return_set:
+        return alpha, None, err
+    jb = xp.argmin(st["f_b"], axis=-1)
+    thr = jb + b0
+    extra = None
+    if C > 0:
+        cs = xp.argmin(f_s, axis=-1)[:, None]
+        b_star = bk.take_rows(bs, cs)
+        thr = xp.where(from_s, b_star[:, 0] + b0, thr)
+        pos = bk.arange_like(bs, C)[None, :]
+        sel = valid & (bs == b_star) & (pos <= cs) & from_s[:, None]
+        extra = hg.scatter_or(idx, sel, (B, V))
+    H = ids < thr[:, None]
+    if extra is not None:
+        H = H | extra
+    return alpha, H & (best < 0)[:, None], err

@@ -1,0 +1,323 @@
+r"""Q along the chain from additive statistics: the bucket path's view of each prefix kernel.
+
+The bucket-and-bound path (:mod:`mdsd_ot.fast.bucket`) never sorts the whole row, so it cannot
+scan Q prefix by prefix.  It evaluates Q at a few chain points only (the bucket boundaries and
+the prefixes inside the few buckets it keeps), from *additive* statistics of the set H:
+
+.. math::
+
+   \Lambda_s(H) = \sum_{y \in L \cap H} w_s(y), \qquad
+   \mathrm{seg}(H) = |A \cap H|, \qquad \lambda(H) = q(H^c),
+
+where A is a handful of *heavy* tokens (the largest masses, entering the chain in their own
+order), L the light rest and :math:`w_s` per-token weights (powers of q, or :math:`q/(1-q)`).
+Sums over buckets (histograms) and over sorted survivors give the statistics at any chain point
+in O(1) each.  One evaluator per kernel name (:data:`CHAINS`):
+
+- ``with``: :math:`Q = q(H)^n`;
+- ``without``, n = 2: the closed form of :func:`mdsd_ot.fast.prefix.prefix_Q_without2` with the
+  largest token as the one heavy token;
+- ``without``, n >= 3: the certified series of :mod:`mdsd_ot.fast.series` (light power sums
+  :math:`\pi_j`, heavy segment, :math:`\lambda`, count of positive masses);
+- ``conditional-poisson``: :math:`Q = e_n(H)/e_n(\Sigma)` with
+  :math:`e_n(H) = \sum_j e_{n-j}(A \cap H)\, e_j(L \cap H)`, the heavy part exact (products
+  of :math:`1 + z q`) and the light part from its power sums by Newton's identities.  Newton's
+  identities cancel; their error is bounded by the same recursion with positive signs (the
+  complete homogeneous sums :math:`h_j`), so :math:`|\hat Q - Q| \le \gamma_D \kappa` with
+  :math:`\kappa = \sum_j e_{n-j}(A)\, h_j(L) / e_n(\Sigma) \ge 1`.  With the n largest masses
+  heavy, :math:`\kappa` stays near :math:`j!` on realistic rows; a row with a larger
+  :math:`\kappa` reports an infinite error and the caller sorts it instead.
+
+Every evaluator returns Q at the points and a bound on its error per row (0 for the closed forms
+beyond the rounding bound :func:`mdsd_ot.fast.prefix.error_bound`).  numpy and torch alike, no
+host synchronisation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _backend as bk
+from . import _histograms as hg
+from ._dd import gamma
+from .prefix import sort_key
+from .series import PLANS, series_eval, series_setup
+
+__all__ = ["CHAINS", "chain_for", "KAPPA_MAX"]
+
+#: Conditional Poisson rows whose Newton condition number exceeds this are sorted instead.
+KAPPA_MAX: float = 1e3
+
+
+def _heavy_in_chain_order(idx: Any, p: Any, q: Any, ctx: dict[str, Any]) -> Any:
+    """Heavy token indices (B, h) sorted by (p/q, index): the order the chain adds them.
+
+    Sets ``ctx["heavy_ties"]``: whether two heavy tokens share a ratio (then the survivors
+    must be sorted stably to keep this order; numpy checks, torch assumes so).
+    """
+    idx = bk.sort_int(idx)
+    key = sort_key(bk.take_rows(p, idx), bk.take_rows(q, idx))
+    order = bk.stable_argsort(key)
+    if isinstance(key, np.ndarray):
+        ks = np.sort(key, axis=-1)
+        ctx["heavy_ties"] = bool(np.any(ks[:, 1:] == ks[:, :-1]))
+    return bk.take_rows(idx, order)
+
+
+def _top(q: Any, h: int) -> tuple[Any, Any]:
+    """The h + 1 largest masses and indices per row (fewer when V <= h)."""
+    return bk.topk(q, min(h + 1, q.shape[-1]))
+
+
+def ctx_sq(sq: Any, xp: Any) -> Any:
+    """Row sums of q in float64 (the series computes in float64 whatever the input dtype)."""
+    return xp.astype(sq, xp.float64, copy=False)
+
+
+def _powers(u: Any, count: int) -> list[Any]:
+    """[u, u^2, ..., u^count]."""
+    out = [u]
+    for _ in range(1, count):
+        out.append(out[-1] * u)
+    return out
+
+
+def _power_histograms(u: Any, count: int, ids: Any, nbins: int) -> list[Any]:
+    """Histograms of u, u^2, ..., u^count, the powers formed in one reused buffer."""
+    out = [hg.histogram(ids, u, nbins)]
+    if count > 1:
+        buf = u * u
+        out.append(hg.histogram(ids, buf, nbins))
+        for _ in range(2, count):
+            buf *= u
+            out.append(hg.histogram(ids, buf, nbins))
+    return out
+
+
+class Chain:
+    """One kernel on the bucket path: its statistics and Q from them (see the module)."""
+
+    kernel: str = ""
+    #: the statistics Q reads at a point: "L" (light sums), "seg" (heavy count), "qc" (q(H)),
+    #: "lam" (q outside H, as suffix sums) and "cnt" (number of positive masses in H)
+    uses: frozenset[str] = frozenset({"L", "seg"})
+    #: a row whose fullest bucket holds more than this share of V is sorted at once (numpy):
+    #: scanning that many survivors would cost more than the sort (see mdsd_ot.fast.bucket)
+    dense_fraction: float = 0.4
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def setup(self, p: Any, q: Any, sq: Any, xp: Any) -> dict[str, Any]:
+        """Per-row constants: ``heavy`` (B, h) in chain order, ``hq`` their normalised masses,
+        ``scale`` (B,) with :math:`q_{light}(H)/\\sum q = \\text{scale} \\cdot \\Lambda_0(H)`."""
+        B = q.shape[0]
+        empty = xp.zeros((B, 0), dtype=xp.int64, device=getattr(q, "device", None))
+        hq = xp.zeros((B, 0), dtype=q.dtype)
+        return {"heavy": empty, "hq": hq, "scale": 1.0 / sq, "heavy_ties": False}
+
+    def stats(self, q: Any, ctx: dict[str, Any], heavy_flags: Any = None) -> list[Any]:
+        """Per-token weights :math:`w_s` (heavy entries 0) of the raw q values given."""
+        return [q]
+
+    def histograms(self, ids: Any, q: Any, ctx: dict[str, Any], nbins: int) -> list[Any]:
+        """Per-bucket sums of every statistic of the whole rows (B, V) -> list of (B, nbins)."""
+        return [hg.histogram(ids, s, nbins) for s in self.stats(q, ctx)]
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class With(Chain):
+    r"""With replacement: :math:`Q(H) = q(H)^n` (no heavy tokens, one statistic: q)."""
+
+    kernel = "with"
+    uses = frozenset({"qc"})
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        return qc**self.n, 0.0
+
+
+class Without2(Chain):
+    r"""Sequential without replacement, n = 2 (:func:`mdsd_ot.fast.prefix.prefix_Q_without2`).
+
+    The largest token a is the heavy token; statistics :math:`q` and :math:`q/(1-q)` off a.
+    """
+
+    kernel = "without"
+
+    def setup(self, p, q, sq, xp):
+        a = xp.argmax(q, axis=-1)[:, None]
+        hq = bk.take_rows(q, a) / sq[:, None]
+        return {"heavy": a, "hq": hq, "scale": 1.0 / sq, "sq": sq, "heavy_ties": False}
+
+    def stats(self, q, ctx, heavy_flags=None):
+        xp = bk.namespace(q)
+        if heavy_flags is None:
+            qz = bk.put(xp.asarray(q, copy=True), ctx["heavy"], 0.0)
+        else:
+            qz = xp.where(heavy_flags, xp.zeros_like(q), q)
+        w = ctx["sq"][:, None] - qz
+        if isinstance(w, np.ndarray):
+            return [qz, np.divide(qz, w, out=w)]  # q/(1-q) in normalised units, in place
+        return [qz, qz / w]
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        c = L[0] * ctx["scale"][:, None]  # q(H minus a)
+        S = L[1]
+        delta = (ctx["L_total"][0] * ctx["scale"])[:, None]  # 1 - q(a), to relative accuracy
+        out = c * S - S + c
+        return out + (seg > 0) * ctx["hq"] * (c / delta + S), 0.0
+
+
+class ConditionalPoisson(Chain):
+    r"""Conditional Poisson: :math:`e_n(H)/e_n(\Sigma)`, n heavy tokens exact, Newton on the rest."""
+
+    kernel = "conditional-poisson"
+    dense_fraction = 0.25  # its survivors cost the most per token (Newton at every point)
+
+    def setup(self, p, q, sq, xp):
+        n = self.n
+        h = min(n, q.shape[-1])
+        vals, idx = _top(q, h)
+        light = vals.shape[-1] > h
+        tau = vals[:, h] if light else xp.zeros_like(sq)
+        tau = xp.where(tau > 0, tau, xp.ones_like(tau))  # no light mass: stats are all 0
+        ctx: dict[str, Any] = {}
+        heavy = _heavy_in_chain_order(idx[:, :h], p, q, ctx)
+        hq = bk.take_rows(q, heavy) / sq[:, None]
+        # E_s(z) = prod over the first s heavy tokens (chain order) of (1 + z q), degree <= n
+        E0 = xp.zeros((q.shape[0], n + 1), dtype=q.dtype, device=getattr(q, "device", None))
+        E = [xp.concat([xp.ones_like(E0[:, :1]), E0[:, 1:]], axis=-1)]
+        for i in range(h):
+            prev = E[-1]
+            shifted = xp.concat([xp.zeros_like(prev[:, :1]), prev[:, :-1]], axis=-1)
+            E.append(prev + hq[:, i : i + 1] * shifted)
+        ctx.update(heavy=heavy, hq=hq, tau=tau, scale=tau / sq, EA=xp.stack(E, axis=1))
+        return ctx  # EA: (B, h + 1, n + 1)
+
+    def _u(self, q, ctx, heavy_flags):
+        xp = bk.namespace(q)
+        u = q / ctx["tau"][:, None]
+        if heavy_flags is None:
+            return bk.put(u, ctx["heavy"], 0.0)
+        return xp.where(heavy_flags, xp.zeros_like(u), u)
+
+    def stats(self, q, ctx, heavy_flags=None):
+        return _powers(self._u(q, ctx, heavy_flags), self.n)
+
+    def histograms(self, ids, q, ctx, nbins):
+        return _power_histograms(self._u(q, ctx, None), self.n, ids, nbins)
+
+    def _light(self, L, t, xp, absolute: bool = False):
+        """e_j (j = 0..n) of the light set in units of q / sum(q), from its power sums by
+        Newton's identities; with ``absolute`` also h_j (the same recursion, all signs +)."""
+        n = self.n
+        pi = [None, *L]  # pi_i = sum of u^i
+        e, hh = [None] * (n + 1), [None] * (n + 1)
+        e[0] = hh[0] = 1.0
+        for j in range(1, n + 1):
+            acc = e[j - 1] * pi[1]
+            pos = hh[j - 1] * pi[1] if absolute else None
+            for i in range(2, j + 1):
+                term = e[j - i] * pi[i]
+                acc = acc + term if i % 2 else acc - term
+                if absolute:
+                    pos = pos + hh[j - i] * pi[i]
+            e[j] = acc / j
+            if absolute:
+                hh[j] = pos / j
+        tj = 1.0
+        for j in range(1, n + 1):
+            tj = tj * t
+            e[j] = e[j] * tj
+            if absolute:
+                hh[j] = hh[j] * tj
+        return e, hh
+
+    def _totals(self, ctx, depth, xp):
+        """e_n of the whole row and the error bound (cached per call of the driver)."""
+        if "Nt" not in ctx:
+            n, Ah = self.n, ctx["EA"][:, -1, :]  # (B, n+1): every heavy token
+            Lt = [x[:, None] for x in ctx["L_total"]]
+            et, ht = self._light(Lt, ctx["scale"][:, None], xp, absolute=True)
+            Nt = sum(Ah[:, n - j : n - j + 1] * et[j] for j in range(n + 1))
+            kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
+            ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX)
+            ctx["Nt"] = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
+            ctx["kappa"] = xp.where(ok, kappa, xp.full_like(kappa, math.inf))[:, 0]
+        return ctx["Nt"], gamma(float(depth + 8 * self.n + 8)) * 1.01 * ctx["kappa"]
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        xp = bk.namespace(L[0])
+        n, EA = self.n, ctx["EA"]
+        e, _ = self._light(L, ctx["scale"][:, None], xp)
+        Nt, err = self._totals(ctx, depth, xp)
+        # heavy polynomial at each point (EA[b, seg, n - j], one 2-D gather per degree)
+        N = bk.take_rows(EA[:, :, n], seg)
+        for j in range(1, n + 1):
+            N = N + bk.take_rows(EA[:, :, n - j], seg) * e[j]
+        return bk.clip(N / Nt, 0.0, 1.0), err
+
+
+class WithoutSeries(Chain):
+    """Sequential without replacement, n >= 3: the certified series at the chain points."""
+
+    kernel = "without"
+    uses = frozenset({"L", "seg", "lam", "cnt"})
+    dense_fraction = 0.6  # the sorting path evaluates the series at every token anyway
+
+    def setup(self, p, q, sq, xp):
+        qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]
+        m_plan, K = PLANS[self.n]
+        m = min(m_plan, q.shape[-1])
+        ties: dict[str, Any] = {}
+        order = lambda idx: _heavy_in_chain_order(idx, p, q, ties)  # noqa: E731
+        ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True)
+        ctx.update(ties)
+        hq = xp.astype(bk.take_rows(q, ctx["heavy"]), xp.float64) / ctx_sq(sq, xp)[:, None]
+        ctx.update(hq=hq, scale=ctx["tau"], sq=ctx_sq(sq, xp))
+        return ctx
+
+    def stats(self, q, ctx, heavy_flags=None):
+        xp = bk.namespace(q)
+        qn = xp.astype(q, xp.float64, copy=False) / ctx["sq"][:, None]
+        u = xp.where(heavy_flags, xp.zeros_like(qn), qn) / ctx["tau"][:, None]
+        return _powers(u, ctx["K"])
+
+    def histograms(self, ids, q, ctx, nbins):
+        u = ctx.pop("qlight")  # the normalised row with the heavy masses zeroed: scaled in place
+        u /= ctx["tau"][:, None]
+        return _power_histograms(u, ctx["K"], ids, nbins)
+
+    def Q(self, ctx, L, seg, qc, lam, cnt, depth):
+        xp = bk.namespace(L[0])
+        pi = xp.stack([xp.zeros_like(L[0])] + list(L), axis=1)  # (B, K+1, N)
+        Q, Bc = series_eval(ctx, pi, seg, lam, cnt, depth, xp)
+        return Q, xp.max(Bc, axis=-1)
+
+
+def _without(n: int) -> Chain:
+    return Without2(n) if n == 2 else WithoutSeries(n)
+
+
+#: Chain evaluators by kernel name: ``CHAINS[kernel](n)``.
+CHAINS: dict[str, Any] = {
+    "with": With,
+    "without": _without,
+    "conditional-poisson": ConditionalPoisson,
+}
+
+
+def chain_for(kernel: str, n: int) -> Chain:
+    """The chain evaluator of a prefix kernel with n drafts.
+
+    Examples
+    --------
+    >>> type(chain_for("without", 2)).__name__, type(chain_for("without", 3)).__name__
+    ('Without2', 'WithoutSeries')
+    """
+    return CHAINS[kernel](n)
