@@ -181,8 +181,9 @@ def _check_and_normalise(arr: np.ndarray, name: str, tol: float) -> np.ndarray:
             f"{name}: entry {bad} is negative ({arr[bad]:.3g}); probabilities must be >= 0"
         )
     arr = np.clip(arr, 0.0, None)
-    s = float(arr.sum())
-    if abs(s - 1.0) > tol:
+    with np.errstate(over="ignore"):  # finite entries whose sum overflows: refused just below
+        s = float(arr.sum())
+    if not abs(s - 1.0) <= tol:
         raise ValueError(
             f"{name}: entries sum to {_digits_apart(s)}, not 1 (tolerance {tol:g}); "
             f"normalise {name} ({name} / {name}.sum()) first"
@@ -251,7 +252,8 @@ def prob_rows(x: Any, name: str = "p", *, tol: float | None = None):
             if single
             else f"{name}: rows are empty; give at least one probability per row"
         )
-    sums = np.add.reduce(X, axis=-1)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 1e308 + 1e308: bad rows
+        sums = np.add.reduce(X, axis=-1)
     low = np.minimum.reduce(X, axis=-1)
     good = np.isfinite(sums) & (low >= -NEG_TOL) & (np.abs(sums - 1.0) <= tol)
     if not good.all():

@@ -8,7 +8,7 @@ optimum: a tuple of probability 0 carries no mass):
    \alpha^* = \max_C \sum_i \sum_{\bar i \ni i} C(i, \bar i) \quad\text{s.t.}\quad
    \sum_{\bar i} C(i, \bar i) = p(i), \quad \sum_i C(i, \bar i) = p_{draft}(\bar i).
 
-Numerics (architecture.md, "Known traps"):
+Numerics (the known traps of HiGHS on this LP):
 
 - the two equality blocks have one redundant row (both sum to 1); it is dropped, since HiGHS
   presolve can call the balanced system infeasible on tiny masses (HiGHS issue 2511);

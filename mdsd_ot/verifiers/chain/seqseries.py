@@ -37,10 +37,11 @@ Examples
 --------
 >>> import numpy as np
 >>> from .pieces import identity_pieces
->>> from ...fast.without import exact_prefix_Q_without
+>>> from ...drafts import WithoutReplacement
 >>> qs = np.array([0.4, 0.1, 0.3, 0.2])
 >>> T, err = seq_series_law(qs, 3, identity_pieces(4))
->>> ref = np.diff(exact_prefix_Q_without(qs, 3))
+>>> law = WithoutReplacement(qs, 3)
+>>> ref = np.diff([float(law.Q(range(k))) for k in range(5)])  # Q(H_k), H_k = first k slots
 >>> bool(np.abs(T - ref).max() < 1e-14), bool(err < 1e-12)
 (True, True)
 """

@@ -25,34 +25,24 @@ from typing import Any
 
 import numpy as np
 
-from ...fast.prefix import prefix_Q_conditional_poisson, prefix_Q_without2
+from ...fast.scan import prefix_Q
 from .cutlaw import cp_law, seq_law, total_mass
 from .pieces import design
 
 __all__ = ["SWAP", "swap_plan", "prefix_Q_of", "stream_draws"]
 
-#: The swap constructions and the law of their selection rule.
+#: The swap constructions and the law of their selection rule (its name is also the fast
+#: solver's prefix kernel, :data:`mdsd_ot.fast.scan.KERNELS`).
 SWAP: dict[str, str] = {"cp-swap": "conditional-poisson", "seq-swap": "without"}
 
 
 def prefix_Q_of(qs: np.ndarray, n: int, construction: str) -> tuple[np.ndarray, float]:
     """Q on the prefixes 0..V of the slot order (the fast solver's routines) and its error."""
-    row = qs[None, :].copy()
-    if SWAP[construction] == "conditional-poisson":
-        Q, err = prefix_Q_conditional_poisson(row, n)[0], 0.0
-    elif n == 1:
-        Q, err = np.cumsum(qs) / qs.sum(), 0.0
-    elif n == 2:
-        Q, err = prefix_Q_without2(row)[0], 0.0
-    else:
-        from ...fast.without import prefix_Q_without
-
-        Qf, e = prefix_Q_without(row, n)
-        return Qf[0], float(np.asarray(e).reshape(-1)[0])
+    Q, err = prefix_Q(qs[None, :].copy(), n, SWAP[construction])  # the law's fast kernel
     out = np.empty(len(qs) + 1)
     out[0] = 0.0
-    out[1:] = Q
-    return out, err
+    out[1:] = Q[0]
+    return out, float(np.asarray(err).reshape(-1)[0])
 
 
 def stream_draws(qs: np.ndarray, n: int) -> np.ndarray:
