@@ -55,6 +55,7 @@ from functools import cache
 
 import numpy as np
 
+from ...fast._moments import kappa_table, stirling2
 from .cutlaw import U, before_after, blocked_cumsum, cumsum_depth, gamma, total_mass
 from .pieces import PieceKernel
 
@@ -66,32 +67,12 @@ _CHUNK = 8192
 
 
 @cache
-def _stirling2(k: int, i: int) -> int:
-    if k == i:
-        return 1
-    if i == 0 or i > k:
-        return 0
-    return i * _stirling2(k - 1, i) + _stirling2(k - 1, i - 1)
-
-
-@cache
-def _kappa(K: int, n: int) -> np.ndarray:
-    r""":math:`\kappa_{j,i}/j!` (j = 0..K, i = 0..n-1)."""
-    tab = np.zeros((K + 1, n))
-    for j in range(1, K + 1):
-        for i in range(1, min(j, n - 1) + 1):
-            val = Fraction((-1) ** (i - 1) * math.factorial(i - 1) * _stirling2(j, i))
-            tab[j, i] = float(val / math.factorial(j))
-    return tab
-
-
-@cache
 def _surj(n: int, K: int) -> np.ndarray:
     r""":math:`l!\,S(k, l)/k!` for l = 0..n-1, k = 0..K."""
     w = np.zeros((n, K + 1))
     for l in range(1, n):
         for k in range(K + 1):
-            w[l, k] = float(Fraction(math.factorial(l) * _stirling2(k, l), math.factorial(k)))
+            w[l, k] = float(Fraction(math.factorial(l) * stirling2(k, l), math.factorial(k)))
     return w
 
 
@@ -203,7 +184,7 @@ def seq_series_law(
     # lambda: mass above the cut (reverse cumulative sum of the piece masses)
     lam = np.concatenate([blocked_cumsum(d[::-1])[::-1], [0.0]])
     first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at the cut
-    kap = _kappa(K, n)
+    kap = kappa_table(K, n)
     surj = _surj(n, K)
     beta = np.stack(
         [Jh[:, 0, 0]] + [(surj[l] * Jh[:, l]).sum(axis=1) for l in range(1, n)], axis=1
