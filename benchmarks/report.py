@@ -11,7 +11,8 @@ Run: ``python benchmarks/report.py [--quick]``.
    conditional-Poisson laws of one row (n = 2, V = 152,064), as called by the report
    (:func:`mdsd_ot.reports.laws.alpha_rows`), divided by one ``np.argsort`` of the row's p/q
    ratios (interleaved rounds, median ratio; the machine may be shared).  The issue's target is
-   ≤ 2; it needs the fast solver's multi-law entry point (one sort shared by the three laws).
+   ≤ 2; ``alpha_rows`` makes one :func:`mdsd_ot.fast.alpha_star_laws` call (one validation and
+   one bucketing or sorting pass per row, shared by the three laws).
 """
 
 from __future__ import annotations

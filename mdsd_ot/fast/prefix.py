@@ -173,15 +173,45 @@ def prefix_Q_conditional_poisson(qs: Any, n: int) -> Any:
     [[0.0, 0.483871, 1.0]]
     """
     xp = bk.namespace(qs)
+    if bk.is_torch(qs):  # no data-dependent branch on a device: always the scaled form
+        return _cp_levels(qs, n, scaled=True)
+    with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
+        e, tiny = _cp_levels(qs, n, scaled=False)
+        if bool(tiny.any()):  # a level total below TINY_TOTAL: redo those rows scaled
+            e[tiny] = _cp_levels(xp.asarray(qs[tiny], copy=True), n, scaled=True)
+    return e
+
+
+#: Level totals below this may have lost terms to underflow that are not below ε of the total
+#: (the smallest normal double is 2.2e-308; ε · 1e-280 is far above it).
+TINY_TOTAL = 1e-280
+
+
+def _cp_levels(qs: Any, n: int, scaled: bool) -> Any:
+    """The level recursion of :func:`prefix_Q_conditional_poisson`.
+
+    ``scaled=False``: products first, then each level divided by its total (one pass fewer);
+    returns ``(e, rows whose some level total fell below TINY_TOTAL)``.  ``scaled=True``: the
+    total first, q divided by it before the products (safe at any scale); returns ``e``.
+    """
+    xp = bk.namespace(qs)
     e = bk.cumsum(xp.asarray(qs, copy=True))
     e /= xp.asarray(e[..., -1:], copy=True)
+    tiny = None if scaled else xp.zeros(qs.shape[:-1], dtype=bool)
     for _ in range(2, n + 1):
-        scaled = qs[..., 1:] / bk.rowdot(qs[..., 1:], e[..., :-1])  # q(i) / t_m
-        scaled *= e[..., :-1]
-        e[..., 1:] = scaled
+        if scaled:
+            terms = qs[..., 1:] / bk.rowdot(qs[..., 1:], e[..., :-1])  # q(i) / t_m
+            terms *= e[..., :-1]
+            e[..., 1:] = terms
+        else:
+            e[..., 1:] = qs[..., 1:] * e[..., :-1]
         e[..., 0] = 0.0
         e = bk.cumsum(e)
-    return e
+        if not scaled:
+            total = xp.asarray(e[..., -1:], copy=True)
+            tiny |= total[..., 0] < TINY_TOTAL
+            e /= total
+    return e if scaled else (e, tiny)
 
 
 def prefix_min(P: Any, Q: Any, return_set: bool) -> tuple[Any, Any]:
