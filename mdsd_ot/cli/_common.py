@@ -26,6 +26,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from ..drafts import scheme_help
+from ._bounds import MAX_SAMPLES
 from ._files import read_vector
 
 __all__ = [
@@ -174,6 +175,12 @@ NOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the randomness, in [0, 2^63).")]
+SamplesOption = Annotated[
+    int,
+    typer.Option(
+        "--samples", help=f"Draft tuples per position when simulating, in [1, {MAX_SAMPLES:,}]."
+    ),
+]
 OutOption = Annotated[
     str | None, typer.Option("--out", help="Also write the full result (JSON) to this file.")
 ]

@@ -30,6 +30,7 @@ from ._common import (
     DEFAULT_DRAFTS,
     JsonOption,
     OutOption,
+    SamplesOption,
     SeedOption,
     check_drafts_option,
     cli_command,
@@ -159,13 +160,7 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--noise", help="Synthetic draft logit noise σ >= 0.")
         ] = 1.0,
         zipf: Annotated[float, typer.Option("--zipf", help="Synthetic Zipf exponent s > 0.")] = 1.0,
-        samples: Annotated[
-            int,
-            typer.Option(
-                "--samples",
-                help=f"Draft tuples per position when simulating, in [1, {MAX_SAMPLES:,}].",
-            ),
-        ] = 2000,
+        samples: SamplesOption = 2000,
         seed: SeedOption = 0,
         as_json: JsonOption = False,
         plot: Annotated[

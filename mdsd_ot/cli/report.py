@@ -32,7 +32,7 @@ from ._bounds import (
     check_int,
     check_seed,
 )
-from ._common import JsonOption, SeedOption, cli_command
+from ._common import JsonOption, SamplesOption, SeedOption, cli_command
 from ._files import check_output_dir, check_output_file, write_text
 
 __all__ = ["register", "print_table", "parse_list", "parse_ns", "progress_bar"]
@@ -215,13 +215,7 @@ def register(app: typer.Typer) -> None:
                 "--scheduler", metavar="ADDRESS", help="Run on the Dask scheduler at ADDRESS."
             ),
         ] = None,
-        samples: Annotated[
-            int,
-            typer.Option(
-                "--samples",
-                help=f"Draft tuples per position when simulating, in [1, {MAX_SAMPLES:,}].",
-            ),
-        ] = 2000,
+        samples: SamplesOption = 2000,
         seed: SeedOption = 0,
         depth: Annotated[
             int,
