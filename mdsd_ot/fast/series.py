@@ -80,7 +80,12 @@ L, all with :math:`q \le \tau` (:math:`\tau` = the largest light mass).  Since
   truncated value up to :math:`\gamma_D\,\lambda S_{abs}`, where D bounds the number of roundings
   along any path (cumulative sums are blocked so that D stays in the hundreds, not V) and
   :math:`S_{abs}` is the same expression with :math:`|\kappa|`, bounded per prefix by
-  :math:`\hat J_{0,0} + \sum_l \pi_1^l \sum_k l!\,S(k,l)/k!\,\hat J_{l,k}`.
+  :math:`\hat J_{0,0} + \sum_l \pi_1^l \sum_k l!\,S(k,l)/k!\,\hat J_{l,k}`: per token,
+  :math:`\sum_j u^j |\kappa_j|(z) s^j/j! = -\log(1 - z(e^{us} - 1))`, so the light factor is
+  :math:`\prod_y (1 - z(e^{u_y s} - 1))^{-1}`, whose :math:`z^l` coefficient
+  :math:`h_l(\{e^{u_y s} - 1\})` is at most :math:`h_l(u)\,(e^s - 1)^l \le \pi_1^l (e^s - 1)^l`
+  coefficientwise (:math:`e^{us} - 1 \le u(e^s - 1)` for :math:`u \le 1`; :math:`h_l` the
+  complete homogeneous sum).
 
 The returned bound is, per row, the maximum over k of
 :math:`\gamma_D \lambda S_{abs} + \lambda\,\mathrm{tail} + u`.  Prefixes whose value is known

@@ -8,6 +8,7 @@ the T7 prefix scan gives alpha* within 1e-10.  T12: the sequential law, not e_n 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -357,3 +358,46 @@ def test_bad_input():
         prefix_Q_without(np.full((1, 2, 2), 0.25), 2)
     with pytest.raises(ValueError, match="only 1 have positive mass"):
         exact_prefix_Q_without([1.0, 0.0], 2)
+
+
+def _abs_light_series(u: list[Fraction], n: int, K: int) -> list[list[Fraction]]:
+    """Coefficients [l][k] (l < n, k <= K) of exp(sum_j pi_j |kappa_j|(z) s^j / j!), exactly."""
+    from mdsd_ot.fast._moments import stirling2
+
+    pis = [sum((x**j for x in u), Fraction(0)) for j in range(K + 1)]
+    # F_j(z) = pi_j |kappa_j|(z) / j!, a polynomial in z truncated at degree n - 1
+    F = [[Fraction(0)] * n for _ in range(K + 1)]
+    for j in range(1, K + 1):
+        for i in range(1, min(j, n - 1) + 1):
+            F[j][i] = pis[j] * math.factorial(i - 1) * stirling2(j, i) / math.factorial(j)
+    E = [[Fraction(0)] * n for _ in range(K + 1)]
+    E[0][0] = Fraction(1)
+    for k in range(1, K + 1):  # k E_k = sum_j j F_j E_{k-j}
+        for j in range(1, k + 1):
+            for a in range(n):
+                for b in range(n - a):
+                    E[k][a + b] += j * F[j][a] * E[k - j][b] / k
+    return [[E[k][l] for k in range(K + 1)] for l in range(n)]
+
+
+def test_rounding_majorants_of_the_abs_series():
+    """The |kappa| series behind the rounding bound (light factor prod_y (1 - z(e^{u_y s} - 1))^-1)
+    is at most pi_1^l l! S(k,l)/k! coefficientwise (the factor ``series_eval`` uses; h_l(u) <=
+    pi_1^l) and at most binom(pi_1 + l - 1, l) l! S(k,l)/k! (the chain verifier's), for light
+    masses u <= 1 with pi_1 below and above 1; exact arithmetic."""
+    from mdsd_ot.fast._moments import stirling2
+
+    n, K = 4, 8
+    rng = np.random.default_rng(3)
+    for u in ([Fraction(1, 50)], [Fraction(1, 3), Fraction(1, 7)],
+              [Fraction(1), Fraction(1, 2), Fraction(1, 3), Fraction(3, 4)],
+              [Fraction(int(x * 1000) + 1, 1001) for x in rng.random(6)]):  # fmt: skip
+        pi1 = sum(u, Fraction(0))
+        coef = _abs_light_series(u, n, K)
+        for l in range(1, n):
+            binom = Fraction(1)
+            for i in range(l):
+                binom = binom * (pi1 + i) / (i + 1)
+            for k in range(l, K + 1):
+                w = Fraction(math.factorial(l) * stirling2(k, l), math.factorial(k))
+                assert 0 <= coef[l][k] <= min(pi1**l, binom) * w, (u, l, k)
