@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import drafts as D
 from ..drafts import DraftLaw
 from ..methods import register
 from . import _backend as bk
@@ -39,13 +40,21 @@ from .solver import solve_rows, solve_rows_laws
 __all__ = ["alpha_star", "alpha_star_laws", "solve_rows", "error_bound", "SCHEMES"]
 
 
+def _routes_text() -> str:
+    """'q-convex: with, ...; closed form: greedy, ...' from the draft registry."""
+    routed = [(s, c) for s, c in D.SCHEMES.items() if c.kernel is not None]
+    convex = ", ".join(s for s, c in routed if c.q_convex)
+    closed = ", ".join(s for s, c in routed if not c.q_convex)
+    return f"q-convex: {convex}; closed form: {closed}"
+
+
 def _law_route(law: DraftLaw) -> tuple[str, int, Any]:
     """(kernel, n, q) of a draft law object for the fast solver."""
     kernel = law.fast_kernel
     if kernel is None:
         raise ValueError(
-            f"draft: method='fast' needs a q-convex law ({', '.join(SCHEMES[:-1])}); "
-            f"{type(law).__name__} with n={law.n} is not one; use method='reduced'"
+            f"draft: method='fast' needs a law with a fast route ({_routes_text()}); "
+            f"{type(law).__name__} with n={law.n} has none; use method='reduced'"
         )
     return kernel, law.n, law.q if law.q is not None else law.reference_q()
 

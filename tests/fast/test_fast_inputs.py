@@ -109,3 +109,16 @@ def test_greedy_tiny_positive_mass_is_a_law():
     assert abs(alpha_star(p, q, n=3, scheme="greedy") - 1.0) <= 1e-15
     # n = 2: T = {0}, q' = (0, ~1.1e-29, ~1): alpha* = p(0) + min(p(1), q'(1)) + min(p(2), q'(2))
     assert abs(alpha_star(p, q, n=2, scheme="greedy") - 0.7) <= 1e-12
+
+
+def test_a_law_without_fast_route_names_the_routes_from_the_registry():
+    """Product and Explicit have no fast route: the message lists the q-convex laws and the
+    closed forms as the draft registry declares them, and points to method='reduced'."""
+    law = D.Product([np.ones(3) / 3] * 2)
+    with pytest.raises(ValueError) as err:
+        alpha_star(np.ones(3) / 3, law)
+    msg = str(err.value)
+    convex = [s for s, c in D.SCHEMES.items() if c.kernel and c.q_convex]
+    closed = [s for s, c in D.SCHEMES.items() if c.kernel and not c.q_convex]
+    assert f"q-convex: {', '.join(convex)}; closed form: {', '.join(closed)}" in msg
+    assert "greedy" in closed and "Product with n=2 has none" in msg and "'reduced'" in msg
