@@ -11,7 +11,7 @@ returns results on the input's device and in its dtype.
 
    \alpha^* = 1 + \min_{k=0..V} \bigl[P(H_k) - Q(H_k)\bigr]
 
-Accuracy: float64 agrees with the numpy solver to 1e-12 (``tests/torch/test_torch_solver.py``).
+Accuracy: float64 agrees with the numpy solver to 1e-12 (``tests/torch_backend/test_torch_solver.py``).
 float32 accumulates prefix sums in float32; the largest deviation from the float64 value
 measured on realistic and random rows is recorded in :data:`FLOAT32_BOUND` and checked by the
 tests.
