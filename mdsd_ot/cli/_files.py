@@ -196,7 +196,7 @@ def _load(path: Path, option: str) -> Any:
             )
         return obj
     if suffix == ".pt":
-        torch = _torch(option)
+        torch = _torch(option, path)
         try:
             obj = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError...
@@ -215,8 +215,8 @@ def _load(path: Path, option: str) -> Any:
             from safetensors.numpy import load_file
         except ImportError as exc:
             raise ValueError(
-                f"{option}: .safetensors files need the safetensors package; "
-                "pip install 'mdsd-ot[torch]'"
+                f"{option}: {path} is a .safetensors file, which needs the safetensors "
+                "package; pip install 'mdsd-ot[torch]'"
             ) from exc
         try:
             arrays = load_file(str(path))
@@ -234,12 +234,13 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else ""
 
 
-def _torch(option: str):
+def _torch(option: str, path: Path):
     try:
         import torch
     except ImportError as exc:
         raise ValueError(
-            f"{option}: .pt files need PyTorch; install it with pip install 'mdsd-ot[torch]'"
+            f"{option}: {path} is a .pt file, which needs PyTorch; install it with "
+            "pip install 'mdsd-ot[torch]'"
         ) from exc
     return torch
 
