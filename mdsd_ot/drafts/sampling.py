@@ -42,7 +42,8 @@ class InverseCDF:
         self.order = np.argsort(q, kind="stable")  # ascending mass
         self.rank = np.empty(self.V, dtype=np.int64)
         self.rank[self.order] = np.arange(self.V)
-        self.C = np.concatenate([[0.0], np.cumsum(q[self.order])])
+        self.w = q[self.order]  # masses in ascending order
+        self.C = np.concatenate([[0.0], np.cumsum(self.w)])
         self.first = int(np.searchsorted(q[self.order], 0.0, side="right"))  # first positive
 
     def draw(self, u: np.ndarray) -> np.ndarray:
@@ -69,19 +70,31 @@ class InverseCDF:
         hi = np.concatenate([r, np.full((K, 1), self.V, np.int64)], axis=1)  # gap ends (excl.)
         L = np.maximum(self.C[hi] - self.C[lo], 0.0)  # gap masses
         cum = np.cumsum(L, axis=1)
+        lost = cum[:, -1] <= 0  # the undrawn mass vanished in the differences of C (tiny q)
+        if lost.any():
+            L[lost, -1] = 1.0  # a placeholder gap; these rows are drawn directly below
+            cum = np.cumsum(L, axis=1)
         x = u * cum[:, -1]
         g = np.minimum((cum <= x[:, None]).sum(axis=1), L.shape[1] - 1)
-        while True:  # rounding can point at an empty gap: move to the next non-empty one
-            empty = L[np.arange(K), g] <= 0
-            if not empty.any():
-                break
-            g[empty] = np.where(g[empty] + 1 < L.shape[1], g[empty] + 1, g[empty] - 1)
         rows = np.arange(K)
+        for k in np.flatnonzero(L[rows, g] <= 0):  # rounding pointed at an empty gap (rare):
+            full = np.flatnonzero(L[k] > 0)  # the next non-empty one, else the last before it
+            after = full[full >= g[k]]
+            g[k] = after[0] if after.size else full[-1]
         before = cum[rows, g] - L[rows, g]
         target = self.C[lo[rows, g]] + (x - before)
         pos = np.searchsorted(self.C, target, side="right") - 1
         pos = np.clip(pos, np.maximum(lo[rows, g], self.first), hi[rows, g] - 1)
+        for k in np.flatnonzero(lost):  # rare: masses below the rounding of the cumulative sum
+            pos[k] = self._draw_tiny(u[k], r[k])
         return self.order[pos]
+
+    def _draw_tiny(self, u: float, taken: np.ndarray) -> int:
+        """One position by the masses themselves (scaled by their maximum), ``taken`` excluded."""
+        free = np.setdiff1d(np.arange(self.first, self.V), taken)
+        w = self.w[free] / self.w[free].max()
+        c = np.cumsum(w)
+        return int(free[min(int(np.searchsorted(c, u * c[-1], side="right")), len(free) - 1)])
 
 
 def inverse_cdf_table(q: np.ndarray) -> InverseCDF:

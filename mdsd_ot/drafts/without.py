@@ -69,7 +69,7 @@ def sequence_probabilities(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np
     for j in range(n):
         qj = q[t[:, j]]
         rem = complement_sums(q, t[:, :j]) if j else np.full(K, float(np.sum(q)))
-        w = w * qj / np.maximum(rem, qj)
+        w = w * (qj / np.maximum(rem, qj))  # the ratio first: q(x) w can be subnormal
     V = len(q)
     return w, w * (2 * n + 2 * n * (V + n)) * _EPS
 

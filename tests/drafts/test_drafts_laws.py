@@ -185,3 +185,32 @@ def test_joint_refuses_huge_tables_with_size():
     with pytest.raises(ValueError, match=r"needs 1,600,000,000 entries.*fast solver"):
         law.joint()
     assert law.Q(range(100)) == pytest.approx(0.5**4, abs=1e-15)
+
+
+#: q with masses at and near the bottom of float64 (found by the hostility properties): the
+#: sequential joint law once multiplied w·q(x) before dividing by the remaining mass, so the
+#: subnormal product rounded (one tuple got probability 1.0, the rest 0).
+SUBNORMAL_Q = (0.5494635427875731, 0.015420722207105877, 0.43511573500532097, 5e-324, 5.494635427875732e-301)  # fmt: skip
+
+
+def test_without_joint_with_subnormal_masses_matches_exact():
+    law = drafts.make("without", SUBNORMAL_Q, 5)
+    total = sum(F(x) for x in SUBNORMAL_Q)  # the floats sum to 1 only in float arithmetic
+    exact = drafts.WithoutReplacement([F(x) / total for x in SUBNORMAL_Q], 5).joint_items()
+    got = law.joint_items()
+    for t, w in exact.items():  # relative 1e-12 wherever the float value is a normal number
+        if float(w) > 1e-290:
+            assert abs(got[t] - float(w)) <= 1e-12 * float(w), (t, got.get(t), float(w))
+    assert abs(sum(got.values()) - 1.0) <= 1e-12
+
+
+def test_without_sampler_with_subnormal_masses_terminates_and_draws_the_law():
+    """The sampler's gap masses (differences of cumulative sums) lose masses below the rounding
+    of the sum; it then draws among the rest by the masses themselves (it looped forever)."""
+    law = drafts.make("without", SUBNORMAL_Q, 5)
+    draws = law.sample(np.random.default_rng(0), 2000)
+    assert draws.shape == (2000, 5) and all(sorted(t) == [0, 1, 2, 3, 4] for t in draws.tolist())
+    assert (draws[:, 3:] == [4, 3]).all()  # Pr[3 before 4] = 5e-324 / 5.5e-301 ≈ 1e-23
+    # the first draw is q: token 0 with probability 0.549 (binomial, 5 standard errors)
+    share = (draws[:, 0] == 0).mean()
+    assert abs(share - SUBNORMAL_Q[0]) <= 5 * (SUBNORMAL_Q[0] * (1 - SUBNORMAL_Q[0]) / 2000) ** 0.5

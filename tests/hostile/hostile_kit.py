@@ -273,7 +273,8 @@ def prop_torch(inst):
     out = run_strict(mdsd_ot.torch.alpha_star, p, q, n=n, scheme=scheme)
     if isinstance(out, ValueError):
         return
-    f32 = any(getattr(x, "dtype", None) == torch.float32 for x in (p, q))
+    # float32 tensors and float32 numpy arrays are solved in float32 (the dtype rule)
+    f32 = any(getattr(x, "dtype", None) in (torch.float32, np.float32) for x in (p, q))
     check_answer(out, p, q, n, scheme, TOL32 if f32 else TOL64)
 
 
