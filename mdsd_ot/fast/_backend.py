@@ -156,6 +156,19 @@ def cumsum(x: Any) -> Any:
     return x
 
 
+def logcumsumexp(x: Any) -> Any:
+    """log(cumsum(exp(x))) along the last axis, without leaving the range of doubles.
+
+    Examples
+    --------
+    >>> np.exp(logcumsumexp(np.log(np.array([1.0, 2.0, 3.0])))).round(12).tolist()
+    [1.0, 3.0, 6.0]
+    """
+    if is_numpy_array(x):
+        return np.logaddexp.accumulate(x, axis=-1)
+    return x.logcumsumexp(dim=-1)
+
+
 def rowdot(a: Any, b: Any) -> Any:
     """Row-wise dot product along the last axis, kept as a trailing axis of length 1.
 

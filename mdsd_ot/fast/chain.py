@@ -201,7 +201,8 @@ class ConditionalPoisson(Chain):
 
     def _u(self, q, ctx, heavy_flags):
         xp = bk.namespace(q)
-        u = q / ctx["tau"][:, None]
+        with np.errstate(over="ignore"):  # only heavy tokens exceed tau; they are zeroed next
+            u = q / ctx["tau"][:, None]
         if heavy_flags is None:
             return bk.put(u, ctx["heavy"], 0.0)
         return xp.where(heavy_flags, xp.zeros_like(u), u)
@@ -245,7 +246,8 @@ class ConditionalPoisson(Chain):
             Lt = [x[:, None] for x in ctx["L_total"]]
             et, ht = self._light(Lt, ctx["scale"][:, None], xp, absolute=True)
             Nt = sum(Ah[:, n - j : n - j + 1] * et[j] for j in range(n + 1))
-            kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
+            with np.errstate(divide="ignore", invalid="ignore"):  # Nt = 0: refused just below
+                kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
             ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX)
             ctx["Nt"] = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
             ctx["kappa"] = xp.where(ok, kappa, xp.full_like(kappa, math.inf))[:, 0]
