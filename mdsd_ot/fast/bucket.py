@@ -49,6 +49,7 @@ from .. import _validate as V_
 from . import _backend as bk
 from . import _histograms as hg
 from .chain import CHAINS, Chain, chain_for
+from .order import ratio_order
 from .prefix import sort_key
 from .scan import solve_sorted
 
@@ -335,7 +336,7 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
             ks = xp.where(valid, ks, xp.full_like(ps, float("nan")))
         # ties in p/q may come in any order (T7), except among the heavy tokens, whose chain
         # order (by p/q, then index) the law fixed in its setup: a stable sort keeps it
-        perm = bk.stable_argsort(ks) if ctx.get("heavy_ties", True) else bk.argsort(ks)
+        perm = ratio_order(ks, stable=ctx.get("heavy_ties", True))
         idx, ps, qs = bk.take_rows(idx, perm), bk.take_rows(ps, perm), bk.take_rows(qs, perm)
         bs = bk.take_rows(ids, idx) - b0
         if full:

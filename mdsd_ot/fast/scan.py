@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _backend as bk
+from .order import ratio_order
 from .prefix import (
     prefix_min,
     prefix_Q_conditional_poisson,
@@ -83,7 +84,7 @@ def solve_sorted(p: Any, q: Any, n: int, kernel: str, return_set: bool = False):
     """
     xp = bk.namespace(p, q)
     key = sort_key(p, q)
-    perm = bk.argsort(key)
+    perm = ratio_order(key, stable=False)
     Q, err = prefix_Q(bk.gather(q, perm, out=key), n, kernel)  # reuse the key buffer
     alpha, k = prefix_min(bk.cumsum(bk.gather(p, perm)), Q, return_set)
     del Q

@@ -21,6 +21,7 @@ from .. import _validate as V_
 from . import _backend as bk
 from .bucket import shared_buckets, solve_bucketed, supports
 from .greedy import greedy, single
+from .order import ratio_order
 from .prefix import prefix_min, sort_key
 from .scan import KERNELS, solve_sorted
 
@@ -182,7 +183,7 @@ def solve_rows_laws(
     if rest:
         xp = bk.namespace(p, q)
         P, Q = normalised(p, q, sums)
-        perm = bk.argsort(sort_key(P, Q))
+        perm = ratio_order(sort_key(P, Q), stable=False)
         qs = bk.gather(Q, perm)
         Pc = bk.cumsum(bk.gather(P, perm))
         for i in rest:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plan import Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
+from .plan import _SCRATCH, Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
 from .rows import Pairing
 
 __all__ = ["cp2_plan", "fits"]
@@ -47,18 +47,22 @@ def fits(pr: Pairing, d, rho: np.ndarray) -> bool:
 def cp2_plan(p, q, n, order) -> Plan:
     """Conditional Poisson, n = 2, through the i.i.d. kernel (no cancellation: see the note)."""
     ps, qs = _gather(p, q, order)
+    V = len(qs)
     c = np.cumsum(qs)
-    w = c - qs
+    w = np.subtract(c, qs, out=_SCRATCH.get("w", V))
     w *= qs  # e_2 increments q_k c_{k-1} >= 0
     e2 = float(w.sum())
     w /= e2  # the conditional-Poisson law D of the deterministic rule
-    s, dE = _sublaw(ps, np.cumsum(w), w)
+    s, dE = _sublaw(ps, np.cumsum(w, out=_SCRATCH.get("W", V)), w)
     s = _clip(s, ps)
     two_e2 = 2.0 * e2
     live = int(np.count_nonzero(q))
     pr = _supply_demand(dE, q, qs, two_e2)
-    rho = np.full(len(qs), np.inf)
-    rho[:live] = two_e2 * s[:live] / qs[:live] + qs[:live]
+    rho = _SCRATCH.get("rho", V)  # two_e2 s / q + q on the live slots, inf after them
+    np.divide(s[:live], qs[:live], out=rho[:live])
+    rho[:live] *= two_e2
+    rho[:live] += qs[:live]
+    rho[live:] = np.inf
 
     def d(k, c=c, qs=qs):
         return 2.0 * c[k] - qs[k]

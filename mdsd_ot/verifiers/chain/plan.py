@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ...fast.order import ratio_order
 from ...fast.prefix import prefix_Q_conditional_poisson
 from .pieces import PieceKernel
 from .relabel import rates_from_cum
@@ -217,8 +218,9 @@ def sort_keys(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def chain_order(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Tokens sorted by p/q ascending (q = 0 last), one argsort along the last axis."""
-    return np.argsort(sort_keys(p, q), axis=-1)
+    """Tokens sorted by p/q ascending (q = 0 last), stably: one packed integer sort per row
+    (:func:`mdsd_ot.fast.order.ratio_order`)."""
+    return ratio_order(sort_keys(p, q))
 
 
 def _iid_err(n: int, V: int) -> float:
@@ -258,15 +260,13 @@ def _clip(s: np.ndarray, ps: np.ndarray) -> np.ndarray:
 
 
 def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand): one
-    gather of (p, q) rows, which costs less than two gathers of single values."""
+    """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand): two
+    contiguous gathers (interleaving p and q first cost more than it saved)."""
     V = len(order)
-    pk = _SCRATCH.get("pk", V, 2)
-    pk[:, 0] = p
-    pk[:, 1] = q
-    out = _SCRATCH.get("pq", V, 2)
-    np.take(pk, order, axis=0, out=out)
-    return out[:, 0], out[:, 1]
+    ps, qs = _SCRATCH.get("ps", V), _SCRATCH.get("qs", V)
+    np.take(p, order, out=ps)
+    np.take(q, order, out=qs)
+    return ps, qs
 
 
 def _relabel(p, q, n, order, construction="relabel") -> Plan:
@@ -325,7 +325,7 @@ def build_plan(
     key = None
     if order is None:
         key = sort_keys(p, q)
-        order = np.argsort(key)
+        order = ratio_order(key)
     if construction == "top" or n == 1:
         plan = _top(p, q, n, order, distinct=construction == "top")
     elif construction == "cp2":
@@ -351,7 +351,7 @@ def build_plans(P: np.ndarray, Q: np.ndarray, n: int, construction: str) -> list
     """Plans for a (B, V) batch of positions: the keys of all rows in one division and one
     batched argsort, then row by row (the per-row scratch arrays stay in cache)."""
     K = sort_keys(P, Q)
-    orders = np.argsort(K, axis=-1)
+    orders = ratio_order(K)
     plans = []
     for b in range(P.shape[0]):
         o = orders[b]

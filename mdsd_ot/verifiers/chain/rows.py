@@ -74,11 +74,11 @@ class Pairing:
         V = len(dE)
         r = dE[live - 1 :: -1] if live > 0 else dE[:0]
         self.V, self.off = V, V - live
-        tmp = np.minimum(r, 0.0)
-        self.Ls = np.cumsum(tmp)
+        self.Ls = np.minimum(r, 0.0)  # accumulated in place: no temporary of size V
+        np.cumsum(self.Ls, out=self.Ls)
         self.Ls *= -scale
-        np.maximum(r, 0.0, out=tmp)
-        self.Ld = np.cumsum(tmp)
+        self.Ld = np.maximum(r, 0.0)
+        np.cumsum(self.Ld, out=self.Ld)
         if scale != 1.0:
             self.Ld *= scale
         self.js = self.jd = None
