@@ -31,8 +31,9 @@ another order; ``tol`` = :data:`TOL` plus the law's own error bound).
 
 Scanning C survivors costs about what the sorting path costs on C tokens, so survivors are
 scanned even when they are many; a row is sorted instead when its fullest bucket holds more than
-the law's ``dense_fraction`` of V (known after the first histograms, before the law's statistics are
-formed: the worst case then costs the sort plus about a tenth), when its survivors exceed
+the law's ``dense_fraction`` of V (estimated from every :data:`STRIDE`-th token right after the
+bucketing pass, before any histogram: the worst case then costs the sort plus about a tenth;
+a misjudged row only costs time, never accuracy), when its survivors exceed
 :data:`MAX_FRACTION` of V, or when the law cannot bound its error (conditional Poisson with an
 ill-conditioned light part).  numpy and torch run the same code; on torch the histograms are
 ``scatter_add_``, there is no per-row loop, and the only host synchronisation reads the
@@ -67,6 +68,8 @@ __all__ = [
 SUB_BITS: int = 4
 #: Buckets cover p/q in [2**-HALF_WINDOW, 2**HALF_WINDOW); two end buckets hold the rest.
 HALF_WINDOW: int = 32
+#: numpy: the dense-bucket test counts the tokens of every STRIDE-th column only.
+STRIDE: int = 8
 #: Absolute slack of the pruning test (beyond the law's own error bound).
 TOL: float = 1e-13
 #: A row whose surviving buckets hold more than this share of V is sorted instead.
@@ -131,8 +134,8 @@ def solve_bucketed(
         H = xp.zeros((B, V), dtype=xp.bool) if return_set else None
         return alpha, H, xp.zeros((B,), dtype=xp.float64)
     exact = None
-    Hn = shared["Hn"]
-    if Hn is not None and B == 1 and Hn.max() > law.dense_fraction * V:
+    Hn = shared["Hs"]  # numpy: tokens per bucket in every STRIDE-th column (an estimate)
+    if Hn is not None and B == 1 and Hn.max() * shared["stride"] > law.dense_fraction * V:
         # numpy: one bucket holds most of the row.  If all its ratios are equal, the objective
         # is concave along it (P linear, Q convex): its ends bound it exactly.  Otherwise its
         # bounds could not spare the sort, so sort now (what was spent: one division, one
@@ -204,23 +207,27 @@ def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] |
 
 
 def _shared(p: Any, q: Any) -> dict[str, Any]:
-    """What every law shares: the bucket of every token and their number; (numpy) the number of
-    tokens per bucket, or ``one_ratio`` when every ratio is the same; p's histogram (``Hp``,
-    formed on first use by :func:`_phase1`)."""
+    """What every law shares: the bucket of every token and their number; (numpy) the tokens
+    per bucket among every ``stride``-th column (``Hs``, for the dense-bucket test), or
+    ``one_ratio`` when every ratio is the same; p's histogram (``Hp``) and the exact tokens per
+    bucket (``Hn``), formed on first use by :func:`_phase1`."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
     ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "one_ratio": False}
+    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "Hs": None, "one_ratio": False}
     if isinstance(p, np.ndarray):
-        Hn = hg.count_histogram(ids, None if p.shape[0] == 1 else NB)
-        if bool(np.all(np.max(Hn, axis=-1) == p.shape[-1])):  # every row in one bucket: are
-            # all its ratios equal?  (rare: the key is formed again for that check only)
+        B, V = ids.shape
+        stride = STRIDE if V >= 64 * STRIDE else 1
+        sample = np.ascontiguousarray(ids[:, ::stride])
+        if B == 1:  # buckets up to the largest id only (fewer fresh pages than the full range)
+            out["NB"] = NB = int(ids.max()) + 1
+        Hs = hg.count_histogram(sample, NB)
+        if bool(np.all(np.max(Hs, axis=-1) == sample.shape[-1])):  # perhaps one bucket: are
+            # all ratios equal?  (rare: the key is formed again for that check only)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 key = sort_key(p, q)
             out["one_ratio"] = bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
-        if not out["one_ratio"]:
-            out["Hn"] = Hn
-            out["NB"] = Hn.shape[-1]  # one row: buckets up to the largest id only
+        out["Hs"], out["stride"] = Hs, stride
     return out
 
 
@@ -260,7 +267,9 @@ def _phase1(
     Hc = None
     if "cnt" in law.uses:  # tokens per bucket: every finite ratio has q > 0, and a q = 0 token
         # (ratio +inf or NaN, the last buckets) only follows every positive mass in the chain
-        Hc = (Hn if Hn is not None else hg.count_histogram(ids, NB))[:, b0:b1]
+        if Hn is None:  # counted once, for every law that needs it
+            Hn = shared["Hn"] = hg.count_histogram(ids, NB)
+        Hc = Hn[:, b0:b1]
     nb = b1 - b0
     uses = law.uses
     P_b = _excl(Hp, xp)
