@@ -41,6 +41,8 @@ PACKED_MIN_V: int = 512
 #: Index bits up to which the repair words (run, low key bits, index) fit in 63 bits.
 _MAX_BITS: int = 21
 _IDX: dict[int, np.ndarray] = {}
+#: Entries sorted together when a (B, V) array has many rows (a few MB of words at a time).
+_CHUNK: int = 1 << 19
 
 
 def ratio_order(key: Any, stable: bool = True) -> Any:
@@ -80,7 +82,19 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
     ):
         return np.argsort(np.abs(key), axis=-1, kind="stable")
     rows = np.ascontiguousarray(key.reshape(-1, V))
-    idx = _indices(V)
+    if rows.shape[0] == 1:
+        return _order_rows(rows, b).reshape(key.shape)
+    # many rows: a few at a time, so that the words stay a few MB (not another (B, V) array)
+    order = np.empty(rows.shape, dtype=np.int64)
+    step = max(1, _CHUNK // V)
+    for r0 in range(0, rows.shape[0], step):
+        order[r0 : r0 + step] = _order_rows(rows[r0 : r0 + step], b)
+    return order.reshape(key.shape)
+
+
+def _order_rows(rows: np.ndarray, b: int) -> np.ndarray:
+    """:func:`ratio_order` of C-contiguous (B, V) float rows, V >= 2 ** (b - 1)."""
+    idx = _indices(rows.shape[1])
     if rows.dtype == np.float32:  # the whole pattern (sign cleared) and the index: exact
         words = (rows.view(np.uint32) & np.uint32(0x7FFFFFFF)).astype(np.uint64)
         words <<= np.uint64(32)
@@ -99,7 +113,7 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
         if tied.any():
             _repair(bits, order, tied, b)
     _nan_last(rows, order)
-    return order.reshape(key.shape)
+    return order
 
 
 def _indices(V: int) -> np.ndarray:

@@ -109,3 +109,11 @@ def test_property_rows_from_a_small_alphabet():
         np.testing.assert_array_equal(ratio_order(k), expected(k))
 
     prop()
+
+
+def test_many_rows_are_ordered_a_few_at_a_time(monkeypatch):
+    from mdsd_ot.fast import order as order_module
+
+    keys = np.stack(list(rows(5).values()))
+    monkeypatch.setattr(order_module, "_CHUNK", 3 * keys.shape[1])  # chunks of 3 rows
+    np.testing.assert_array_equal(ratio_order(keys), expected(keys))
