@@ -6,7 +6,13 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    sequential and conditional-Poisson laws: the time of *setup + one draw*
    (``build_plan`` + ``sample_plan`` of one draft tuple) divided by the time of one
    ``np.argsort`` of V float64 values (issue target: <= 3), with the construction, the certified
-   shortfall ε = α* − acceptance and the law's error bound.  With ``--baseline REV`` the same
+   shortfall ε = α* − acceptance and the law's error bound.  Each tree is measured twice, in
+   fresh worker processes: as started ("fresh allocator") and after one free of a 32 MB block
+   ("warm allocator").  glibc's malloc raises its mmap and trim thresholds the first time a
+   large block is freed; until then every freed V-size array of a plan goes back to the kernel
+   and the next position pays page faults for it (about 1,400 per position at V = 152,064,
+   several microseconds each on this virtual machine).  A serving process that has loaded a
+   model or freed one batch of logits is in the warm state.  With ``--baseline REV`` the same
    is measured for the chain package of git revision REV (extracted to a temporary directory and
    run in alternating subprocesses, so that old and new see the same machine load);
 2. batched positions, B = 64, i.i.d. n = 2: the per-row cost of ``build_plans`` +
@@ -64,8 +70,12 @@ def _paired(f, reps: int, x: np.ndarray) -> dict[str, float]:
             "ms": min(tf) * 1e3, "argsort_ms": min(ts) * 1e3}  # fmt: skip
 
 
-def worker(reps: int) -> list[dict]:
-    """Section 1 in this process's ``mdsd_ot`` (the current tree or a baseline)."""
+def worker(reps: int, warm: bool) -> list[dict]:
+    """Section 1 in this process's ``mdsd_ot`` (the current tree or a baseline); ``warm``: free
+    one 32 MB block first (glibc then keeps freed V-size arrays instead of unmapping them)."""
+    if warm:
+        block = np.empty(4_000_000)  # 32 MB: above the initial mmap threshold, below its cap
+        del block
     from mdsd_ot import drafts as D
     from mdsd_ot.fast import alpha_star
     from mdsd_ot.synthetic import synthetic_pair
@@ -106,10 +116,10 @@ def _baseline_tree(rev: str) -> str:
     return tmp
 
 
-def _run_worker(path: str, reps: int) -> list[dict]:
+def _run_worker(path: str, reps: int, warm: bool) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": path}
-    out = subprocess.run([sys.executable, __file__, "--worker", "--reps", str(reps)], env=env,
-                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    cmd = [sys.executable, __file__, "--worker", "--reps", str(reps)] + (["--warm"] if warm else [])
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -118,11 +128,16 @@ def per_position(reps: int, baseline: str | None, rounds: int) -> None:
     trees = [("new", str(ROOT))] + (
         [("old " + baseline, _baseline_tree(baseline))] if baseline else []
     )
-    runs: dict[str, list[list[dict]]] = {name: [] for name, _ in trees}
+    trees = [
+        (f"{name}, {state} allocator", path, state == "warm")
+        for name, path in trees
+        for state in ("fresh", "warm")
+    ]
+    runs: dict[str, list[list[dict]]] = {name: [] for name, _, _ in trees}
     for _ in range(rounds):  # alternate old and new: the same machine load for both
-        for name, path in trees:
-            runs[name].append(_run_worker(path, reps))
-    for name, _ in trees:
+        for name, path, warm in trees:
+            runs[name].append(_run_worker(path, reps, warm))
+    for name, _, _ in trees:
         print(f"  [{name}]")
         for k, row in enumerate(runs[name][0]):
             ratio = float(np.median([r[k]["ratio"] for r in runs[name]]))
@@ -220,10 +235,11 @@ def main() -> None:
     ap.add_argument("--baseline", default=None, help="git revision to compare with (section 1)")
     ap.add_argument("--accuracy", action="store_true", help="also run section 4")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     reps = 5 if a.quick else a.reps
     if a.worker:
-        print(json.dumps(worker(reps)))
+        print(json.dumps(worker(reps, a.warm)))
         return
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, load average "

@@ -209,13 +209,18 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     formed on first use by :func:`_phase1`)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
-    numpy = isinstance(p, np.ndarray)
-    one_ratio = numpy and bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
     ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "one_ratio": one_ratio}
-    if numpy and not one_ratio:
-        out["Hn"] = hg.count_histogram(ids, None if p.shape[0] == 1 else NB)
-        out["NB"] = out["Hn"].shape[-1]  # one row: buckets up to the largest id only
+    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "one_ratio": False}
+    if isinstance(p, np.ndarray):
+        Hn = hg.count_histogram(ids, None if p.shape[0] == 1 else NB)
+        if bool(np.all(np.max(Hn, axis=-1) == p.shape[-1])):  # every row in one bucket: are
+            # all its ratios equal?  (rare: the key is formed again for that check only)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                key = sort_key(p, q)
+            out["one_ratio"] = bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
+        if not out["one_ratio"]:
+            out["Hn"] = Hn
+            out["NB"] = Hn.shape[-1]  # one row: buckets up to the largest id only
     return out
 
 

@@ -40,6 +40,7 @@ __all__ = ["ratio_order", "PACKED_MIN_V"]
 PACKED_MIN_V: int = 512
 #: Index bits up to which the repair words (run, low key bits, index) fit in 63 bits.
 _MAX_BITS: int = 21
+_IDX: dict[int, np.ndarray] = {}
 
 
 def ratio_order(key: Any, stable: bool = True) -> Any:
@@ -79,7 +80,7 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
     ):
         return np.argsort(np.abs(key), axis=-1, kind="stable")
     rows = np.ascontiguousarray(key.reshape(-1, V))
-    idx = np.arange(V, dtype=np.uint64)
+    idx = _indices(V)
     if rows.dtype == np.float32:  # the whole pattern (sign cleared) and the index: exact
         words = (rows.view(np.uint32) & np.uint32(0x7FFFFFFF)).astype(np.uint64)
         words <<= np.uint64(32)
@@ -99,6 +100,17 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
             _repair(bits, order, tied, b)
     _nan_last(rows, order)
     return order.reshape(key.shape)
+
+
+def _indices(V: int) -> np.ndarray:
+    """0..V-1 as uint64, kept for the last few V (a fresh V-size array costs page faults)."""
+    idx = _IDX.get(V)
+    if idx is None:
+        for old in list(_IDX)[:-3]:  # list(): one atomic copy, safe against other threads
+            _IDX.pop(old, None)
+        idx = _IDX[V] = np.arange(V, dtype=np.uint64)
+        idx.flags.writeable = False
+    return idx
 
 
 def _repair(bits: np.ndarray, order: np.ndarray, tied: np.ndarray, b: int) -> None:

@@ -84,3 +84,28 @@ def test_torch_rows_use_the_library_sort():
     t = torch.as_tensor(np.stack([k, -k]))
     out = ratio_order(t).numpy()
     np.testing.assert_array_equal(out, expected(np.stack([k, k])))
+
+
+def test_property_rows_from_a_small_alphabet():
+    """Hypothesis: rows drawn from a few values and their neighbours one ulp to 2**20 ulps away
+    (ties, near ties across the truncation, NaN, inf, zeros, subnormals), 1-D and batched."""
+    hyp = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    base = [0.0, -0.0, 5e-324, 1e-300, 0.37, 1.0, 3.5, 7e200, np.inf, np.nan]
+
+    @hyp.settings(max_examples=60, deadline=None, derandomize=True)
+    @hyp.given(
+        st.integers(0, 2**32 - 1),
+        st.integers(PACKED_MIN_V, 3000),
+        st.integers(1, 3),
+        st.integers(0, 20),
+    )
+    def prop(seed, V, B, spread):
+        g = np.random.default_rng(seed)
+        k = g.choice(base, size=(B, V))
+        steps = g.integers(0, 2**spread + 1, size=(B, V))
+        finite = np.isfinite(k) & (k != 0)
+        k[finite] = (k[finite].view(np.int64) + steps[finite]).view(np.float64)
+        np.testing.assert_array_equal(ratio_order(k), expected(k))
+
+    prop()
