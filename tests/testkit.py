@@ -1,7 +1,8 @@
 """Helpers shared by the tests (import as ``from testkit import ...``; ``tests/`` is on the path).
 
 The reference alpha bank (192 rational instances with exact α* computed independently of the
-package, kept in ``tests/data/alpha_bank.json`` with its provenance) and seeded random vectors.
+package, kept in ``tests/data/alpha_bank.json`` with its provenance), seeded random vectors, the
+array backends of the solver tests with their (scheme, n) cases, and a spy on torch's operators.
 """
 
 from __future__ import annotations
@@ -95,3 +96,48 @@ class Backend:
 
             return max(exact, FLOAT32_BOUND)
         return exact
+
+
+#: (scheme, n) of the solver tests run on every backend: every scheme of
+#: ``drafts.FAST_SCHEMES`` (checked in tests/fast/test_fast_solver.py), n from 1 to 4.
+SOLVER_CASES: list[tuple[str, int]] = [
+    ("with", 1),
+    ("with", 2),
+    ("with", 4),
+    ("without", 2),
+    ("without", 3),
+    ("without", 4),
+    ("conditional-poisson", 2),
+    ("conditional-poisson", 3),
+    ("greedy", 2),
+    ("greedy", 4),
+    ("spechub", 2),
+    ("single", 1),
+]
+
+#: aten operators that copy data to the host (``.item()``, ``bool(t)``, boolean-mask indexing):
+#: on a GPU each is a host-device synchronisation.
+SYNC_OPS = frozenset(
+    {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
+)
+
+
+def torch_spy():
+    """A TorchDispatchMode recording the aten operators a block of code dispatches (``.ops``).
+
+    ``with torch_spy() as spy: ...``, then ``spy.ops & SYNC_OPS`` lists the host reads; the same
+    operator list runs on CUDA, so an empty intersection means no synchronisation there.  Call
+    it after ``pytest.importorskip("torch")``.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Spy(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.add(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    return Spy()

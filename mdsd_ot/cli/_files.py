@@ -6,8 +6,8 @@ Inputs (``--p``, ``--q`` and the other vector options) are a comma list (``0.2,0
 or an object with a ``"p"`` / ``"q"`` list).  Missing
 files, directories, corrupt or empty files, and non-real arrays are refused here.
 
-Outputs are checked before any computation (:func:`check_output_file`,
-:func:`check_output_dir`) and written to a temporary name in the same directory, then renamed
+Outputs are checked before any computation (:func:`check_output_file`, the package's one
+output check :func:`mdsd_ot._validate.check_output_file`; :func:`check_output_dir`) and written to a temporary name in the same directory, then renamed
 (:func:`atomic_write`): a failed or interrupted run never leaves a half-written file.
 
 Examples
@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .._validate import check_output_file
 
 __all__ = [
     "INPUT_SUFFIXES",
@@ -280,35 +282,7 @@ def _kind(obj: Any) -> str:
     return "b" if str(dt) == "torch.bool" else "i"
 
 
-# -- outputs --------------------------------------------------------------------------------
-def check_output_file(path: str | Path, option: str, suffixes: Sequence[str] | None = None) -> Path:
-    """Check that ``path`` can be written as a file before any computation; return it.
-
-    Refused with a ValueError naming ``option``: a suffix outside ``suffixes``, a directory, a
-    missing parent directory, a parent that is not a directory or not writable, an existing
-    file that is not writable.
-    """
-    path = Path(path)
-    if suffixes is not None and path.suffix.lower() not in suffixes:
-        if path.is_dir():
-            raise ValueError(f"{option}: {path} is a directory; give a file name inside it")
-        raise ValueError(
-            f"{option}: give a file name ending in {' or '.join(suffixes)}, got {str(path)!r}"
-        )
-    if path.is_dir():
-        raise ValueError(f"{option}: {path} is a directory; give a file name inside it")
-    parent = path.parent
-    if not parent.exists():
-        raise ValueError(f"{option}: directory {parent} does not exist; create it first")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"{option}: cannot overwrite {path} (permission denied)")
-    return path
-
-
+# -- outputs (files: mdsd_ot._validate.check_output_file, shared with the witness files) ------
 def check_output_dir(path: str | Path, option: str) -> Path:
     """Check that ``path`` is a writable directory, or can be created as one; return it."""
     path = Path(path)

@@ -61,12 +61,14 @@ def kappa_table(K: int, n: int) -> np.ndarray:
     return tab
 
 
+@cache
 def beta_weights(n: int, K: int) -> np.ndarray:
-    r""":math:`l!\,S(k, l)/k!` for l = 0..n-1, k = 0..K (row 0 unused), rounded once."""
+    r""":math:`l!\,S(k, l)/k!` for l = 0..n-1, k = 0..K (row 0 unused), rounded once (read-only)."""
     w = np.zeros((n, K + 1))
     for l in range(1, n):
         for k in range(K + 1):
             w[l, k] = float(Fraction(math.factorial(l) * stirling2(k, l), math.factorial(k)))
+    w.setflags(write=False)
     return w
 
 

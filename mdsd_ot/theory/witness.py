@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import check_output_file
+
 __all__ = ["FORMAT", "encode", "decode", "save", "load", "frac", "check_output_path"]
 
 FORMAT = "mdsd-ot-witness/1"
@@ -78,8 +80,10 @@ def decode(x: Any) -> Any:
 def check_output_path(path: str | Path, option: str = "path") -> Path:
     """Check that ``path`` can be written (before any long computation) and return it.
 
-    Refused with a ValueError naming ``option``: a directory, a missing parent directory, a
-    parent that is not a directory or that is not writable.
+    The package's output check (:func:`mdsd_ot._validate.check_output_file`), suggesting
+    ``witness.json`` when ``path`` is a directory.  Refused with a ValueError naming ``option``:
+    a directory, a missing parent directory, a parent that is not a directory or that is not
+    writable, an existing file that is not writable.
 
     Examples
     --------
@@ -88,20 +92,7 @@ def check_output_path(path: str | Path, option: str = "path") -> Path:
     ...
     ValueError: --out: / is a directory; give a file name inside it (e.g. /witness.json)
     """
-    path = Path(path)
-    if path.is_dir():
-        example = path / "witness.json"
-        raise ValueError(
-            f"{option}: {path} is a directory; give a file name inside it (e.g. {example})"
-        )
-    parent = path.parent
-    if not parent.exists():
-        raise ValueError(f"{option}: directory {parent} does not exist; create it first")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
-    return path
+    return check_output_file(path, option, example="witness.json")
 
 
 def save(

@@ -18,6 +18,7 @@ from mdsd_ot import drafts as D
 from mdsd_ot.fast import _backend as bk
 from mdsd_ot.fast import alpha_star, bucket, chain, scan, solver
 from mdsd_ot.synthetic import synthetic_batch
+from testkit import SYNC_OPS, torch_spy
 
 KERNELS = [
     ("with", 2),
@@ -199,31 +200,20 @@ def test_torch_reads_the_host_once(monkeypatch):
     """Batched torch: histograms by scatter_add, no per-row loop, one host read (the survivor
     counts) and no operator that synchronises on its own."""
     torch = pytest.importorskip("torch")
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     reads = []
     real = bk.to_host
     monkeypatch.setattr(bk, "to_host", lambda *x: reads.append(len(x)) or real(*x))
 
-    class Spy(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.add(str(func.overloadpacket))
-            return func(*args, **(kwargs or {}))
-
     P, Q = (torch.from_numpy(x) for x in synthetic_batch(6, 5000, 0.7, 1))
-    sync = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
     for kernel, n in [("with", 2), ("without", 2), ("without", 3), ("conditional-poisson", 3)]:
         reads.clear()
-        with Spy() as spy:
+        with torch_spy() as spy:
             solver.solve_rows(P, Q, n, kernel, True, path="bucket")
         assert reads == [2], (kernel, reads)
-        assert any("scatter_add" in op for op in spy.ops) and not spy.ops & sync, (
+        assert any("scatter_add" in op for op in spy.ops) and not spy.ops & SYNC_OPS, (
             kernel,
-            spy.ops & sync,
+            spy.ops & SYNC_OPS,
         )
 
 

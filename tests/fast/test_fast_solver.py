@@ -22,7 +22,7 @@ from mdsd_ot import drafts as D
 from mdsd_ot.fast import alpha_star, alpha_star_laws, error_bound
 from mdsd_ot.fast.greedy import greedy_top_mask
 from mdsd_ot.fast.prefix import prefix_min, sort_key
-from testkit import bank_alpha, bank_law, load_bank
+from testkit import SOLVER_CASES, bank_alpha, bank_law, load_bank
 
 LAWS = {
     "with": D.WithReplacement,
@@ -349,20 +349,11 @@ def _realistic(B: int, V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
 
 
-REALISTIC_CASES = [
-    ("with", 1),
-    ("with", 2),
-    ("with", 4),
-    ("without", 2),
-    ("without", 3),
-    ("without", 4),
-    ("conditional-poisson", 2),
-    ("conditional-poisson", 3),
-    ("greedy", 2),
-    ("greedy", 4),
-    ("spechub", 2),
-    ("single", 1),
-]
+def test_solver_cases_cover_every_fast_scheme():
+    """The shared (scheme, n) cases of the backend tests name every scheme the solver takes."""
+    assert {scheme for scheme, _ in SOLVER_CASES} == set(D.FAST_SCHEMES)
+    routes = {cls.kernel for cls in D.SCHEMES.values() if cls.kernel is not None} | {"single"}
+    assert {D.kernel_for(scheme, n) for scheme, n in SOLVER_CASES} == routes  # and every route
 
 
 def test_realistic_rows_every_backend(nx):
@@ -370,7 +361,7 @@ def test_realistic_rows_every_backend(nx):
     float32 within FLOAT32_BOUND (1e-5; observed <= 1e-6) of the float64 value."""
     p, q = _realistic(2, 32_000, seed=4)
     P, Q = nx.asarray(p), nx.asarray(q)
-    for scheme, n in REALISTIC_CASES:
+    for scheme, n in SOLVER_CASES:
         ref = alpha_star(p, q, n=n, scheme=scheme)
         a = nx.to_numpy(alpha_star(P, Q, n=n, scheme=scheme))
         assert np.max(np.abs(a - ref)) <= nx.tol(1e-12), (scheme, n, nx)

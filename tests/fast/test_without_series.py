@@ -19,6 +19,7 @@ from mdsd_ot.drafts import WithoutReplacement
 from mdsd_ot.fast import series as W
 from mdsd_ot.fast.without import N_MAX, prefix_Q_without, prefix_Q_without_n2
 from mdsd_ot.synthetic import synthetic_batch, synthetic_pair
+from testkit import SYNC_OPS, torch_spy
 
 
 def _q(rng: np.random.Generator, V: int, kind: int) -> np.ndarray:
@@ -262,26 +263,6 @@ def test_torch_equals_numpy():
         assert np.allclose(et, en, rtol=0.05)  # totals: extended precision vs double-double
 
 
-def _torch_spy(torch):
-    """A TorchDispatchMode recording the aten operators a block of code dispatches."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Spy(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops: set[str] = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.add(str(func.overloadpacket))
-            return func(*args, **(kwargs or {}))
-
-    return Spy()
-
-
-#: aten operators that read device data on the host (a GPU synchronisation each).
-SYNC_OPS = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
-
-
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_torch_batched_no_host_sync(n):
     """Issue 5: on tensors the whole (B, V) batch runs without reading data on the host; Q and
@@ -292,7 +273,7 @@ def test_torch_batched_no_host_sync(n):
     Qn, en = prefix_Q_without(qs, n)
     qt = torch.from_numpy(qs)
     prefix_Q_without(qt, n)  # first call: device constants are built and cached
-    with _torch_spy(torch) as spy:
+    with torch_spy() as spy:
         Qt, et = prefix_Q_without(qt, n)
     assert not spy.ops & SYNC_OPS, spy.ops & SYNC_OPS
     assert n < 3 or "aten.topk" in spy.ops  # the heavy tokens are found on the device

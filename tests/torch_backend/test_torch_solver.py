@@ -18,21 +18,7 @@ import mdsd_ot  # noqa: E402
 import mdsd_ot.fast as fast  # noqa: E402
 import mdsd_ot.torch as mt  # noqa: E402
 from mdsd_ot.drafts import kernel_for  # noqa: E402
-
-CASES = [
-    ("with", 1),
-    ("with", 2),
-    ("with", 4),
-    ("without", 2),
-    ("conditional-poisson", 2),
-    ("conditional-poisson", 3),
-    ("greedy", 2),
-    ("greedy", 4),
-    ("spechub", 2),
-    ("single", 1),
-    ("without", 3),
-    ("without", 4),
-]
+from testkit import SOLVER_CASES, SYNC_OPS, torch_spy  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -82,33 +68,18 @@ def test_device_dtype_and_shapes_preserved():
     assert isinstance(fast.alpha_star(p, q, n=2, scheme="with"), torch.Tensor)
 
 
-#: aten operators that copy data to the host (``.item()``, ``bool(t)``, boolean-mask indexing):
-#: on a GPU each is a host-device synchronisation.
-SYNC_OPS = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
-
-
-@pytest.mark.parametrize("scheme,n", CASES)
+@pytest.mark.parametrize("scheme,n", SOLVER_CASES)
 def test_core_has_no_host_sync(scheme, n):
     """The solver core dispatches no operator that reads device data on the host (any device).
 
-    A TorchDispatchMode records every aten operator of ``solve_rows``; the same operator list
-    runs on CUDA, so an empty intersection with SYNC_OPS means no synchronisation there.
+    A TorchDispatchMode (``testkit.torch_spy``) records every aten operator of ``solve_rows``;
+    the same operator list runs on CUDA, so an empty intersection with SYNC_OPS means no
+    synchronisation there.
     """
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Spy(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.add(str(func.overloadpacket))
-            return func(*args, **(kwargs or {}))
-
     p, q = _edge_batch(seed=3, B=5)
     P, Q = torch.from_numpy(p), torch.from_numpy(q)
     route = kernel_for(scheme, n)
-    with Spy() as spy:
+    with torch_spy() as spy:
         fast.solve_rows(P, Q, n, route, return_set=True)
     assert "aten.sort" in spy.ops or route in ("greedy", "single") or n == 1
     assert not spy.ops & SYNC_OPS, spy.ops & SYNC_OPS
@@ -117,7 +88,7 @@ def test_core_has_no_host_sync(scheme, n):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_matches_cpu():  # pragma: no cover - needs a GPU
     p, q = _edge_batch(seed=9)
-    for scheme, n in CASES:
+    for scheme, n in SOLVER_CASES:
         a_cpu = mt.alpha_star(torch.from_numpy(p), torch.from_numpy(q), n=n, scheme=scheme)
         a_gpu = mt.alpha_star(
             torch.from_numpy(p).cuda(), torch.from_numpy(q).cuda(), n=n, scheme=scheme

@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,13 +225,17 @@ def _pieces_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     return out
 
 
-def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
-    """The selection step of the rule for one tuple: {token: probability} before thinning."""
-    if plan.construction in ("cp-swap", "seq-swap"):
-        return _pieces_select(plan, tup)
+def _winner_shares(plan: ExactPlan, tup: tuple[int, ...]) -> Iterator[tuple[int, Any]]:
+    r"""(token, probability) for every outcome of the relabelling step of a slot kernel.
+
+    Every drafted token (for ``stream``, every token of each i.i.d. tuple of
+    :func:`stream_tuples`, with its probability) moves along its kernel row; the outcome
+    (one entry per draw) has the product of the entries' probabilities, and the draws at the
+    highest slot share it equally (the uniform tie-break).  Zero-probability outcomes are
+    skipped; a token may be yielded many times (summed by the callers).
+    """
     one = plan.q[0] - plan.q[0] + 1
     sources = stream_tuples(tup, plan.q) if plan.construction == "stream" else [(tup, one)]
-    out: dict[int, Any] = {}
     for t, w in sources:
         choices = [list(plan.rows[plan.rank[i]].items()) for i in t]
         for combo in itertools.product(*choices):
@@ -243,7 +247,16 @@ def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
             top = max(sl for sl, _ in combo)
             tied = [t[j] for j, (sl, _) in enumerate(combo) if sl == top]
             for y in tied:
-                out[y] = out.get(y, 0) + pr / len(tied)
+                yield y, pr / len(tied)
+
+
+def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
+    """The selection step of the rule for one tuple: {token: probability} before thinning."""
+    if plan.construction in ("cp-swap", "seq-swap"):
+        return _pieces_select(plan, tup)
+    out: dict[int, Any] = {}
+    for y, share in _winner_shares(plan, tup):
+        out[y] = out.get(y, 0) + share
     return out
 
 
@@ -296,32 +309,14 @@ def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
     one = plan.q[0] - plan.q[0] + 1
     if plan.construction in ("cp-swap", "seq-swap"):
-        out, rej = {}, one - one
-        for y, pr in select_law(plan, tup).items():
-            out[y] = out.get(y, 0) + pr * plan.accept[y]
-            rej = rej + pr * (1 - plan.accept[y])
-        if rej != 0:
-            for z, r in enumerate(plan.residual):
-                if r:
-                    out[z] = out.get(z, 0) + rej * r
-        return {k: v for k, v in out.items() if v != 0}
-    sources = stream_tuples(tup, plan.q) if plan.construction == "stream" else [(tup, one)]
+        shares: Iterable[tuple[int, Any]] = select_law(plan, tup).items()
+    else:  # each share thinned before it is summed (select_law sums first)
+        shares = _winner_shares(plan, tup)
     out: dict[int, Any] = {}
     rej = one - one
-    for t, w in sources:
-        choices = [list(plan.rows[plan.rank[i]].items()) for i in t]
-        for combo in itertools.product(*choices):
-            pr = w
-            for _, a in combo:
-                pr = pr * a
-            if pr == 0:
-                continue
-            top = max(sl for sl, _ in combo)
-            tied = [t[j] for j, (sl, _) in enumerate(combo) if sl == top]
-            for y in tied:
-                share = pr / len(tied)
-                out[y] = out.get(y, 0) + share * plan.accept[y]
-                rej = rej + share * (1 - plan.accept[y])
+    for y, pr in shares:
+        out[y] = out.get(y, 0) + pr * plan.accept[y]
+        rej = rej + pr * (1 - plan.accept[y])
     if rej != 0:
         for z, r in enumerate(plan.residual):
             if r:

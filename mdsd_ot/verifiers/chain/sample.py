@@ -98,27 +98,32 @@ def stream_counts(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.
     return N
 
 
-def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The level of every draft's highest piece (shape of ``t``): one pick per drafted token
-    (``cp-swap``) or the maximum over its draws of the resampled stopped stream (``seq-swap``)."""
-    own = plan.slots_of(t)
-    reps = stream_counts(t, plan.q, rng) if plan.construction == "seq-swap" else None
-    uniq, inv = np.unique(own.ravel(), return_inverse=True)
-    qi, lev, prob = plan.pieces.rows(uniq)
+def _draw_entries(
+    row_of: np.ndarray, prob: np.ndarray, n_rows: int, rows: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""One entry of its row per draw, by a vectorised binary search (the integer kernel).
+
+    ``row_of`` (non-decreasing, values below ``n_rows``) gives the row of every entry and ``prob``
+    its probability, realised exactly as the integer :math:`\mathrm{rint}(prob \cdot QUANT)`.
+    Draw d (of row ``rows[d]``) takes, with a uniform integer :math:`u_d < QUANT`, the first entry
+    of its row whose cumulative integer probability within the row exceeds :math:`u_d`.  Returns
+    that index and the end of the row, per draw: index = end where :math:`u_d` is past the
+    row's total (no entry drawn; the rest of the row's mass).
+    """
     pint = np.rint(prob * QUANT).astype(np.int64)
     cum = np.cumsum(pint)
-    first = np.flatnonzero(np.r_[True, qi[1:] != qi[:-1]])
-    cnt = np.diff(np.r_[first, qi.size])
+    first = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]])
+    cnt = np.diff(np.r_[first, row_of.size])
     cum -= np.repeat(cum[first] - pint[first], cnt)
-    start = np.zeros(len(uniq), dtype=np.int64)
-    count = np.zeros(len(uniq), dtype=np.int64)
-    start[qi[first]] = first
-    count[qi[first]] = cnt
-    draft = np.arange(own.size) if reps is None else np.repeat(np.arange(own.size), reps.ravel())
-    g = inv.ravel()[draft]
-    lo, hi = start[g], start[g] + count[g]
-    u = rng.integers(0, QUANT, size=len(draft), dtype=np.int64)
-    while True:  # first piece with cum > u inside the token's group
+    start = np.zeros(n_rows, dtype=np.int64)
+    count = np.zeros(n_rows, dtype=np.int64)
+    start[row_of[first]] = first
+    count[row_of[first]] = cnt
+    lo = start[rows]
+    hi = lo + count[rows]
+    end = hi.copy()
+    u = rng.integers(0, QUANT, size=len(rows), dtype=np.int64)
+    while True:  # first entry with cum > u inside [start, start + count)
         open_ = lo < hi
         if not open_.any():
             break
@@ -126,6 +131,18 @@ def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndar
         right = open_ & (cum[np.where(open_, mid, 0)] <= u)
         lo = np.where(right, mid + 1, lo)
         hi = np.where(open_ & ~right, mid, hi)
+    return lo, end
+
+
+def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The level of every draft's highest piece (shape of ``t``): one pick per drafted token
+    (``cp-swap``) or the maximum over its draws of the resampled stopped stream (``seq-swap``)."""
+    own = plan.slots_of(t)
+    reps = stream_counts(t, plan.q, rng) if plan.construction == "seq-swap" else None
+    uniq, inv = np.unique(own.ravel(), return_inverse=True)
+    qi, lev, prob = plan.pieces.rows(uniq)
+    draft = np.arange(own.size) if reps is None else np.repeat(np.arange(own.size), reps.ravel())
+    lo, _ = _draw_entries(qi, prob, len(uniq), inv.ravel()[draft], rng)
     level = lev[np.minimum(lo, len(lev) - 1)]
     out = np.full(own.size, -1, dtype=np.int64)
     np.maximum.at(out, draft, level)
@@ -147,26 +164,7 @@ def relabel_slots(
     qi, dest, prob = kernel_rows(plan, uniq)
     if qi.size == 0:
         return own.reshape(t.shape), own.reshape(t.shape)
-    pint = np.rint(prob * QUANT).astype(np.int64)
-    cum = np.cumsum(pint)
-    first = np.flatnonzero(np.r_[True, qi[1:] != qi[:-1]])
-    cum -= np.repeat(cum[first] - pint[first], np.diff(np.r_[first, qi.size]))
-    start = np.zeros(len(uniq), dtype=np.int64)
-    count = np.zeros(len(uniq), dtype=np.int64)
-    start[qi[first]] = first
-    count[qi[first]] = np.diff(np.r_[first, qi.size])
-    lo = start[inv]
-    hi = lo + count[inv]
-    end = hi.copy()
-    u = rng.integers(0, QUANT, size=own.size, dtype=np.int64)
-    while True:  # first entry with cum > u inside [start, start + count)
-        open_ = lo < hi
-        if not open_.any():
-            break
-        mid = (lo + hi) // 2
-        right = open_ & (cum[np.where(open_, mid, 0)] <= u)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(open_ & ~right, mid, hi)
+    lo, end = _draw_entries(qi, prob, len(uniq), inv, rng)
     moved = lo < end
     return own.reshape(t.shape), np.where(moved, dest[np.where(moved, lo, 0)], own).reshape(t.shape)
 

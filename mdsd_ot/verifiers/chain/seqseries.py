@@ -50,12 +50,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from fractions import Fraction
 from functools import cache
 
 import numpy as np
 
-from ...fast._moments import kappa_table, stirling2
+from ...fast._moments import beta_weights, kappa_table
 from .cutlaw import U, before_after, blocked_cumsum, cumsum_depth, gamma, total_mass
 from .pieces import PieceKernel
 
@@ -64,16 +63,6 @@ __all__ = ["seq_series_law", "choose_plan"]
 _RHO = 0.12  # target ratio of the light series' tail
 _M_MAX = 40
 _CHUNK = 8192
-
-
-@cache
-def _surj(n: int, K: int) -> np.ndarray:
-    r""":math:`l!\,S(k, l)/k!` for l = 0..n-1, k = 0..K."""
-    w = np.zeros((n, K + 1))
-    for l in range(1, n):
-        for k in range(K + 1):
-            w[l, k] = float(Fraction(math.factorial(l) * stirling2(k, l), math.factorial(k)))
-    return w
 
 
 def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndarray]:
@@ -185,7 +174,7 @@ def seq_series_law(
     lam = np.concatenate([blocked_cumsum(d[::-1])[::-1], [0.0]])
     first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at the cut
     kap = kappa_table(K, n)
-    surj = _surj(n, K)
+    surj = beta_weights(n, K)
     beta = np.stack(
         [Jh[:, 0, 0]] + [(surj[l] * Jh[:, l]).sum(axis=1) for l in range(1, n)], axis=1
     )  # (S, n)
