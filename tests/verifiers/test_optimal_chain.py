@@ -23,7 +23,7 @@ from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal, build_plan, build_plans, construction_for
 from mdsd_ot.verifiers.chain.exact import exact_plan
 from mdsd_ot.verifiers.chain.rows import selection_law_at
-from mdsd_ot.verifiers.chain.sample import sample_plan, sample_plans
+from mdsd_ot.verifiers.chain.sample import draw_rows, sample_plan, sample_plans
 from mdsd_ot.verifiers.optimal import ReducedOptimal, default_method
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
@@ -221,6 +221,7 @@ def test_batched_rows_equal_single_rows():
     g = np.random.default_rng(1)
     b_ = np.array([sample_plan(plans[b], t[b : b + 1], g)[0] for b in range(B)])
     assert np.array_equal(a, b_)
+    assert np.array_equal(draw_rows(P, Q, n, "relabel", t, np.random.default_rng(1)), a)
     v = ChainOptimal(drafts.WithReplacement(Q[0], n))
     out, acc = v.sample_rows(P, Q, t, np.random.default_rng(1))
     assert np.array_equal(out, a) and acc.dtype == bool

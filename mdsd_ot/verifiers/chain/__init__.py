@@ -22,7 +22,7 @@ Examples
 """
 
 from .plan import CONSTRUCTIONS, Plan, build_plan, build_plans
-from .sample import sample_plan, sample_plans, stream_to_iid
+from .sample import draw_rows, sample_plan, sample_plans, stream_to_iid
 from .sublaw import optimal_sublaw
 from .verifier import ChainOptimal, construction_for
 
@@ -33,6 +33,7 @@ __all__ = [
     "build_plan",
     "build_plans",
     "construction_for",
+    "draw_rows",
     "optimal_sublaw",
     "sample_plan",
     "sample_plans",

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .plan import Plan
+from .plan import Plan, build_plan
 from .relabel import QUANT
 from .rows import kernel_rows, selection_law_at
 
@@ -43,6 +43,7 @@ __all__ = [
     "piece_levels",
     "sample_plan",
     "sample_plans",
+    "draw_rows",
 ]
 
 
@@ -202,3 +203,29 @@ def sample_plans(plans: Sequence[Plan], t: np.ndarray, rng: np.random.Generator)
     """Batched positions: row b of ``t`` (B, n) is verified with ``plans[b]``."""
     t = np.asarray(t, dtype=np.int64)
     return np.array([sample_plan(pl, t[b : b + 1], rng)[0] for b, pl in enumerate(plans)])
+
+
+def draw_rows(
+    P: np.ndarray, Q: np.ndarray, n: int, construction: str, t: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Batched positions, one plan at a time: row b of ``t`` (B, n) verified against ``P[b]``
+    with drafts from ``Q[b]``; returns the B output tokens.
+
+    The same draws as ``sample_plans(build_plans(P, Q, n, construction), t, rng)`` (same plans,
+    same random numbers in the same order), but each plan is dropped once its row is drawn, so
+    the working memory is that of one position, not B plans' V-size arrays (which cost page
+    faults as well as memory).
+
+    Examples
+    --------
+    >>> P = np.array([[0.6, 0.4], [0.1, 0.9]])
+    >>> Q = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> t = np.array([[0, 0], [0, 0]])
+    >>> draw_rows(P, Q, 2, "relabel", t, np.random.default_rng(0)).shape
+    (2,)
+    """
+    t = np.asarray(t, dtype=np.int64)
+    out = np.empty(len(P), dtype=np.int64)
+    for b in range(len(P)):
+        out[b] = sample_plan(build_plan(P[b], Q[b], n, construction), t[b : b + 1], rng)[0]
+    return out

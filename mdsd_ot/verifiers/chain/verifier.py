@@ -36,9 +36,9 @@ from ... import _validate as V_
 from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithReplacement
 from .._base import Verifier
 from .exact import exact_plan, exact_swap_plan, given
-from .plan import Plan, build_plan, build_plans
+from .plan import Plan, build_plan
 from .rows import slot_mass_imbalance
-from .sample import sample_plan, sample_plans
+from .sample import draw_rows, sample_plan
 
 __all__ = ["ChainOptimal", "construction_for"]
 
@@ -134,13 +134,14 @@ class ChainOptimal(Verifier):
         self, P: Any, Qd: Any, draft_tokens: Any, rng: np.random.Generator | int | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Batched positions: row b of ``draft_tokens`` (B, n) drawn from the bound law's class
-        with q = ``Qd[b]``, verified against ``P[b]`` (one batched sort for all rows)."""
+        with q = ``Qd[b]``, verified against ``P[b]`` (one position's plan in memory at a time:
+        :func:`~mdsd_ot.verifiers.chain.sample.draw_rows`)."""
         draft = self._law(None)
         Pm, Qm = V_.prob_batch(P, "p"), V_.prob_batch(Qd, "q")
-        plans = build_plans(np.atleast_2d(Pm), np.atleast_2d(Qm), draft.n, construction_for(draft))
         t = np.atleast_2d(np.asarray(draft_tokens, dtype=np.int64))
         g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        out = sample_plans(plans, t, g)
+        con = construction_for(draft)
+        out = draw_rows(np.atleast_2d(Pm), np.atleast_2d(Qm), draft.n, con, t, g)
         return out, (t == out[:, None]).any(axis=1)
 
     def _setup(self, p, draft, exact):
