@@ -34,10 +34,13 @@ import numpy as np
 
 from . import _backend as bk
 
-__all__ = ["ratio_order", "PACKED_MIN_V"]
+__all__ = ["ratio_order", "PACKED_MIN_V", "UNSTABLE_MIN_V"]
 
 #: Rows shorter than this are ordered by ``np.argsort`` itself (the packing does not pay).
 PACKED_MIN_V: int = 512
+#: With ``stable=False``, rows shorter than this are ordered by numpy's (unstable) argsort,
+#: which is faster than the packing there.
+UNSTABLE_MIN_V: int = 4096
 #: Index bits up to which the repair words (run, low key bits, index) fit in 63 bits.
 _MAX_BITS: int = 21
 _IDX: dict[int, np.ndarray] = {}
@@ -55,13 +58,15 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
         :func:`mdsd_ot.fast.prefix.sort_key` returns them; numpy float64 or float32, or a torch
         tensor.  Keys are ordered by their absolute value (``-0.0`` is ``0.0``).
     stable : bool
-        torch only: whether equal keys keep their order (numpy is always stable).
+        Whether equal keys must keep their order.  numpy rows of at least
+        :data:`UNSTABLE_MIN_V` keys are always ordered stably; ``stable=False`` lets shorter
+        rows (and torch tensors) use the library's unstable argsort.
 
     Returns
     -------
     array of int64, the shape of ``key``
-        ``order`` with ``|key|[..., order]`` ascending; for numpy input equal to
-        ``np.argsort(np.abs(key), axis=-1, kind="stable")``.
+        ``order`` with ``|key|[..., order]`` ascending; for numpy input with ``stable=True``
+        equal to ``np.argsort(np.abs(key), axis=-1, kind="stable")``.
 
     Examples
     --------
@@ -73,6 +78,8 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
         key = abs(key)
         return bk.stable_argsort(key) if stable else bk.argsort(key)
     V = key.shape[-1]
+    if not stable and V < UNSTABLE_MIN_V:
+        return np.argsort(np.abs(key), axis=-1)
     b = max(1, (V - 1).bit_length())
     if (
         key.ndim not in (1, 2)

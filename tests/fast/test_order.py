@@ -117,3 +117,13 @@ def test_many_rows_are_ordered_a_few_at_a_time(monkeypatch):
     keys = np.stack(list(rows(5).values()))
     monkeypatch.setattr(order_module, "_CHUNK", 3 * keys.shape[1])  # chunks of 3 rows
     np.testing.assert_array_equal(ratio_order(keys), expected(keys))
+
+
+def test_unstable_short_rows_are_sorted_permutations():
+    from mdsd_ot.fast.order import UNSTABLE_MIN_V
+
+    g = np.random.default_rng(6)
+    k = g.choice([0.0, 0.5, 1.0, 2.0, np.inf], size=(2, UNSTABLE_MIN_V - 1))
+    o = ratio_order(k, stable=False)
+    assert all(np.array_equal(np.sort(o[r]), np.arange(k.shape[1])) for r in range(2))
+    np.testing.assert_array_equal(np.take_along_axis(k, o, -1), np.sort(k, axis=-1))
