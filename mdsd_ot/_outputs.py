@@ -183,9 +183,9 @@ def atomic_write(
     Parameters
     ----------
     path : str or os.PathLike
-        The file to write (created or replaced).
+        The file to create or replace, as for :func:`atomic_file`.
     option : str
-        The argument or option that gave ``path``: the error message starts with it.
+        The option named by the error message, as for :func:`atomic_file`.
     write : callable
         Called once with the open temporary file; its return value is ignored.
     binary : bool
