@@ -110,7 +110,7 @@ claimlinks_api_prefix = "api/generated/"
 #: Modules left out of the API reference (the CLI has its own page).
 API_SKIP_PREFIXES = ("mdsd_ot.cli",)
 #: Private modules documented anyway (public objects defined there).
-API_PRIVATE = ("mdsd_ot._validate",)
+API_PRIVATE = ("mdsd_ot._validate", "mdsd_ot._outputs")
 
 
 def _walk_modules() -> list[str]:

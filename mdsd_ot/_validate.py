@@ -28,17 +28,15 @@ per row; a bad row is examined entry by entry only for its message); :func:`devi
 :func:`device_flags` do the same on a tensor's device, and :func:`raise_first_bad_row` gives the
 same messages.
 
-Outputs: :func:`check_output_file` checks a path before any computation (the CLI's ``--out``
-options, witness files), so a long run never ends on an unwritable path.
+Outputs are not inputs: the path checks and atomic writes of every output file live in
+:mod:`mdsd_ot._outputs` (:func:`mdsd_ot._outputs.check_output_file`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from numbers import Rational
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -428,70 +426,3 @@ def check_size(size: int, limit: int, what: str, hint: str) -> None:
         raise ValueError(
             f"instance too large for {what}: needs {need} entries (limit {limit:,}); {hint}"
         )
-
-
-def check_output_file(
-    path: str | os.PathLike,
-    option: str = "path",
-    suffixes: Sequence[str] | None = None,
-    *,
-    example: str | None = None,
-) -> Path:
-    """Check that ``path`` can be written as a file, before any computation; return it.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file to be written (created or overwritten).
-    option : str
-        The argument or option that gave ``path`` (``"--out"``): every message starts with it.
-    suffixes : sequence of str, optional
-        The accepted suffixes in lower case (``(".json", ".csv")``); ``None`` accepts any.
-    example : str, optional
-        A file name suggested inside ``path`` when ``path`` is a directory.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path`` as a :class:`~pathlib.Path`.
-
-    Raises
-    ------
-    ValueError
-        Naming ``option``, the file and the fix: ``path`` is a directory, its suffix is not one
-        of ``suffixes``, its parent directory is missing, is not a directory or is not writable,
-        or it exists and is not writable.
-
-    Examples
-    --------
-    >>> check_output_file("/", "--out", example="witness.json")
-    Traceback (most recent call last):
-    ...
-    ValueError: --out: / is a directory; give a file name inside it (e.g. /witness.json)
-    >>> check_output_file("/no/such/dir/a.json", "--out")
-    Traceback (most recent call last):
-    ...
-    ValueError: --out: directory /no/such/dir does not exist; create it first
-    >>> check_output_file("a.txt", "--plan", (".npy", ".json"))
-    Traceback (most recent call last):
-    ...
-    ValueError: --plan: give a file name ending in .npy or .json, got 'a.txt'
-    """
-    path = Path(path)
-    if path.is_dir():
-        hint = f" (e.g. {path / example})" if example else ""
-        raise ValueError(f"{option}: {path} is a directory; give a file name inside it{hint}")
-    if suffixes is not None and path.suffix.lower() not in suffixes:
-        raise ValueError(
-            f"{option}: give a file name ending in {' or '.join(suffixes)}, got {str(path)!r}"
-        )
-    parent = path.parent
-    if not parent.exists():
-        raise ValueError(f"{option}: directory {parent} does not exist; create it first")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"{option}: cannot overwrite {path} (permission denied)")
-    return path

@@ -20,7 +20,7 @@ Reading never holds a dataset in memory: :func:`read_shards` yields one :class:`
 and :meth:`Shard.chunks` yields blocks of rows (about :data:`CHUNK_ENTRIES` entries each),
 validated by :mod:`mdsd_ot._validate` as they are read; errors name the file, the key and the row.
 Writing (:func:`write_shard`) validates first and writes to a temporary name in the target
-directory, renamed when complete.  Documented in ``docs/shards.md``.
+directory, renamed when complete (:mod:`mdsd_ot._outputs`).  Documented in ``docs/shards.md``.
 
 Examples
 --------
@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as V_
+from ._outputs import atomic_file, atomic_path, atomic_write
 from ._version import __version__
 
 __all__ = [
@@ -183,11 +184,6 @@ def _settings(meta: Mapping[str, str], where: str) -> tuple[float, int, float, i
     return out[0], out[1], out[2], out[3]
 
 
-def atomic_path(path: Path) -> Path:
-    """A temporary name next to ``path`` (same directory, so the final rename is atomic)."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def write_shard(
     path: str | os.PathLike,
     p: Any,
@@ -205,7 +201,9 @@ def write_shard(
 
     ``p`` and ``q`` keep their dtype (float32 or float64); the optional integer tensors are
     stored as int64 and the logits as float32.  Nothing is written when a check fails, and the
-    file appears only when complete (temporary name, then :func:`os.replace`).
+    file appears only when complete (temporary name, then :func:`os.replace`:
+    :mod:`mdsd_ot._outputs`); a failed write (an :class:`OSError`) is a ValueError naming the
+    file and leaves nothing behind.
     """
     path = Path(path)
     if path.suffix not in SUFFIXES:
@@ -229,18 +227,13 @@ def write_shard(
     meta = {str(k): str(v) for k, v in metadata.items()}
     _check_header(str(path), {k: (v.shape, v.dtype) for k, v in tensors.items()}, meta)
     _check_rows(str(path), tensors, 0)
-    tmp = atomic_path(path)
-    try:
-        if path.suffix == ".safetensors":
-            _safetensors().numpy.save_file(tensors, str(tmp), metadata=meta)
-        else:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **tensors, **{k: np.array(v) for k, v in meta.items()})
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    if path.suffix == ".safetensors":
+        st = _safetensors()
+        with atomic_file(path, "path") as tmp:  # save_file takes a name, not a file object
+            st.numpy.save_file(tensors, str(tmp), metadata=meta)
+        return path
+    arrays = {**tensors, **{k: np.array(v) for k, v in meta.items()}}
+    return atomic_write(path, "path", lambda fh: np.savez(fh, **arrays), binary=True)
 
 
 def shard_files(path: str | os.PathLike) -> list[Path]:

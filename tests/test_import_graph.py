@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "mdsd_ot"
 #: Layer of each top-level part of the package (lower imports nothing higher).
 LAYERS: dict[str, int] = {
     "_validate": 0,
+    "_outputs": 0,  # output files: path checks and atomic writes
     "_version": 0,
     "result": 0,
     "methods": 1,

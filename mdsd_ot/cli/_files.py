@@ -6,9 +6,11 @@ Inputs (``--p``, ``--q`` and the other vector options) are a comma list (``0.2,0
 or an object with a ``"p"`` / ``"q"`` list).  Missing
 files, directories, corrupt or empty files, and non-real arrays are refused here.
 
-Outputs are checked before any computation (:func:`check_output_file`, the package's one
-output check :func:`mdsd_ot._validate.check_output_file`; :func:`check_output_dir`) and written to a temporary name in the same directory, then renamed
-(:func:`atomic_write`): a failed or interrupted run never leaves a half-written file.
+Outputs are checked before any computation and written to a temporary name in the same
+directory, then renamed: a failed or interrupted run never leaves a half-written file.  The
+file helpers are the package's one home for output files, :mod:`mdsd_ot._outputs`
+(:func:`check_output_file`, :func:`atomic_write`), re-exported here with :func:`write_text`;
+:func:`check_output_dir` checks a directory option (``collect --out``, ``report --plot``).
 
 Examples
 --------
@@ -26,13 +28,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validate import check_output_file
+from .._outputs import atomic_write, check_output_file
 
 __all__ = [
     "INPUT_SUFFIXES",
@@ -282,7 +283,7 @@ def _kind(obj: Any) -> str:
     return "b" if str(dt) == "torch.bool" else "i"
 
 
-# -- outputs (files: mdsd_ot._validate.check_output_file, shared with the witness files) ------
+# -- outputs (files: mdsd_ot._outputs, shared with the witness files, shards and figures) ---
 def check_output_dir(path: str | Path, option: str) -> Path:
     """Check that ``path`` is a writable directory, or can be created as one; return it."""
     path = Path(path)
@@ -299,26 +300,6 @@ def check_output_dir(path: str | Path, option: str) -> Path:
         raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"{option}: cannot create {path} in {parent} (permission denied)")
-    return path
-
-
-def atomic_write(path: str | Path, option: str, write: Callable[[Any], None], *, binary: bool):
-    """Write ``path`` through ``write(file object)`` under a temporary name, then rename.
-
-    An :class:`OSError` (disk full, permission) becomes a ValueError naming ``option`` and the
-    file; nothing is left behind.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ValueError(f"{option}: cannot write {path} ({exc.strerror or exc})") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 

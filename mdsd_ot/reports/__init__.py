@@ -9,7 +9,8 @@
 - :mod:`.demo`: the built-in offline study (byte-level n-gram models of the standard library's
   documentation), ``mdsd-ot report --demo``;
 - :mod:`.crosscheck`: every exact formulation on the same instances (T1), ``mdsd-ot crosscheck``
-  (the module is callable: ``mdsd_ot.reports.crosscheck(...)`` runs the cross-check).
+  (the module is callable: ``mdsd_ot.reports.crosscheck(...)`` runs the cross-check); its
+  instances (the built-in bank, random draws) are :mod:`.crosscheck_instances`.
 
 The functions :func:`report` and :func:`evaluate` share their names with their modules; the
 package attributes are the functions.

@@ -22,6 +22,10 @@ run it anyway.  A method that declines an instance with a :class:`ValueError` (t
 or a draft law it does not handle) is reported under ``skipped`` for that instance, not as a
 failure.  Any other exception is a failure (``errors``).
 
+The instances (:class:`Instance`, the built-in bank :func:`builtin_instances`, seeded
+:func:`random_instances`) live in :mod:`mdsd_ot.reports.crosscheck_instances` and are
+importable from here as well.
+
 One value cannot disagree with anything: an instance that only one method solved (and that the
 exact certificate could not check, e.g. a vocabulary where only ``fast`` runs) passes ``ok`` but
 is not ``checked`` (:attr:`InstanceReport.checked`); ``mdsd-ot crosscheck`` says so and exits 1.
@@ -40,19 +44,27 @@ from __future__ import annotations
 import sys
 import time
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from .. import _validate as V_
-from ..drafts import SCHEMES, DraftLaw, Explicit, QLaw, Vector, make
 from ..exact import METHODS
+from .crosscheck_instances import (
+    RANDOM_SCHEMES,
+    Instance,
+    _as_instance,
+    _fmt,
+    builtin_instances,
+    make_instance,
+    random_instances,
+)
 
 __all__ = [
     "DEFAULT_TOL",
+    "RANDOM_SCHEMES",
     "Instance",
     "InstanceReport",
     "CrosscheckReport",
@@ -65,273 +77,6 @@ __all__ = [
 
 #: Default tolerance on the spread of α* over methods.
 DEFAULT_TOL: float = 1e-9
-
-#: Schemes drawn by :func:`random_instances` when none is named: every registered law built from
-#: draft distributions (one q, or one q per draft), not from a joint table.
-RANDOM_SCHEMES: tuple[str, ...] = tuple(
-    name for name, cls in SCHEMES.items() if not issubclass(cls, Explicit)
-)
-
-
-def _fmt(v: Any) -> Any:
-    return str(v) if isinstance(v, Fraction) else float(v)
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One problem of the cross-check: a validated target ``p`` and a draft law.
-
-    Attributes
-    ----------
-    p : Vector
-        The target distribution (float and exact views).
-    draft : DraftLaw
-        The joint law of the drafts.
-    label : str
-        A short name shown in tables.
-    """
-
-    p: Vector
-    draft: DraftLaw
-    label: str = ""
-
-    def spec(self) -> dict[str, Any]:
-        """JSON description: ``scheme``, ``n``, ``p`` and ``q`` / ``qs`` / ``table``."""
-        out = dict(self.draft.spec())
-        out["p"] = [_fmt(v) for v in self.p.values(self.p.rational)]
-        return out
-
-
-def make_instance(p: Any, draft: DraftLaw, label: str = "") -> Instance:
-    """Validate ``p`` against ``draft`` (same vocabulary) and wrap them as an :class:`Instance`.
-
-    Examples
-    --------
-    >>> from mdsd_ot.drafts import WithReplacement
-    >>> make_instance([0.5, 0.5], WithReplacement([0.5, 0.3, 0.2], 2))
-    Traceback (most recent call last):
-    ...
-    ValueError: draft (its vocabulary): has length 3 but p has length 2; both must be distributions over the same vocabulary
-    """
-    if not isinstance(draft, DraftLaw):
-        raise ValueError(
-            "draft: expected a draft law from mdsd_ot.drafts (e.g. WithReplacement(q, n)), "
-            f"got {type(draft).__name__}"
-        )
-    pv = p if isinstance(p, Vector) else Vector(p, "p")
-    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
-    return Instance(pv, draft, label or _label(draft))
-
-
-def _label(draft: DraftLaw) -> str:
-    return f"{draft.scheme} V={draft.V} n={draft.n}"
-
-
-def _as_instance(x: Any) -> Instance:
-    if isinstance(x, Instance):
-        return x
-    if isinstance(x, Mapping):
-        if "p" not in x or "scheme" not in x:
-            raise ValueError(
-                "instances: a dict instance needs 'p' and 'scheme' (and 'q', 'qs' or 'table')"
-            )
-        law = make(x["scheme"], x.get("q"), x.get("n"), qs=x.get("qs"), table=x.get("table"))
-        return make_instance(x["p"], law, str(x.get("label", "")))
-    if isinstance(x, tuple) and len(x) in (2, 3):
-        return make_instance(*x)
-    raise ValueError(
-        "instances: each instance must be an Instance, a (p, draft) pair or a dict with "
-        f"'p', 'scheme', 'n', 'q'/'qs'/'table'; got {type(x).__name__}"
-    )
-
-
-# -- instance banks ---------------------------------------------------------------------
-
-
-def builtin_instances() -> list[Instance]:
-    r"""The built-in bank: small rational instances covering every draft scheme.
-
-    Every scheme of :data:`mdsd_ot.drafts.SCHEMES` appears (with, without, conditional Poisson,
-    product, greedy, SpecHub, explicit), with n = 1, 2, 3, zeros in p and q, masses of
-    :math:`10^{-12}` (the HiGHS presolve trap), the T12 pair (the same q sampled sequentially
-    and by conditional Poisson) and the T10 instance where α* = 1 although p ≠ q.
-    V ≤ 5 keeps the whole default cross-check well under 30 s on 2 cores.
-
-    Examples
-    --------
-    >>> bank = builtin_instances()
-    >>> sorted({inst.draft.scheme for inst in bank}) == sorted(SCHEMES)
-    True
-    >>> all(inst.p.rational and inst.draft.rational for inst in bank)
-    True
-    """
-    tiny = "1/1000000000000"
-    specs: list[tuple[str, dict[str, Any]]] = [
-        (
-            "with n=1 (T4)",
-            dict(scheme="with", n=1, p=["1/2", "1/3", "1/6"], q=["1/6", "1/3", "1/2"]),
-        ),
-        ("with n=2", dict(scheme="with", n=2, p=["1/2", "1/3", "1/6"], q=["1/6", "1/3", "1/2"])),
-        (
-            "with n=3",
-            dict(
-                scheme="with", n=3, p=["2/5", "0", "1/5", "2/5"], q=["1/10", "1/5", "3/10", "2/5"]
-            ),
-        ),
-        (
-            "with n=2 (T10: alpha=1, p!=q)",
-            dict(scheme="with", n=2, p=["1/3", "1/3", "1/3"], q=["1/3", "1/4", "5/12"]),
-        ),
-        (
-            "with n=2 (masses 1e-12)",
-            dict(
-                scheme="with",
-                n=2,
-                p=["1/2", f"{10**12 // 2 - 1}/{10**12}", tiny],
-                q=[tiny, f"{10**12 - 2}/{10**12}", tiny],
-            ),
-        ),
-        (
-            "without n=2 (T12)",
-            dict(scheme="without", n=2, p=["1/5", "1/5", "3/5"], q=["1/2", "3/10", "1/5"]),
-        ),
-        (
-            "without n=3",
-            dict(
-                scheme="without",
-                n=3,
-                p=["1/4", "1/4", "0", "1/2"],
-                q=["2/5", "3/10", "1/5", "1/10"],
-            ),
-        ),
-        (
-            "conditional-poisson n=2 (T12)",
-            dict(
-                scheme="conditional-poisson", n=2, p=["1/5", "1/5", "3/5"], q=["1/2", "3/10", "1/5"]
-            ),
-        ),
-        (
-            "conditional-poisson n=3",
-            dict(
-                scheme="conditional-poisson",
-                n=3,
-                p=["1/10", "1/10", "1/20", "3/4"],
-                q=["2/5", "3/10", "1/5", "1/10"],
-            ),
-        ),
-        (
-            "product n=2",
-            dict(
-                scheme="product",
-                n=2,
-                p=["1/10", "1/5", "3/10", "1/4", "3/20"],
-                qs=[["1/5", "1/5", "1/5", "1/5", "1/5"], ["1/2", "1/4", "1/8", "1/16", "1/16"]],
-            ),
-        ),
-        (
-            "product n=3",
-            dict(
-                scheme="product",
-                n=3,
-                p=["0", "1/8", "1/8", "3/4"],
-                qs=[["1/4"] * 4, ["0", "1/3", "1/3", "1/3"], ["1/2", "0", "1/2", "0"]],
-            ),
-        ),
-        (
-            "greedy n=2",
-            dict(
-                scheme="greedy",
-                n=2,
-                p=["1/10", "1/5", "1/2", "1/5"],
-                q=["1/2", "1/4", "1/8", "1/8"],
-            ),
-        ),
-        (
-            "greedy n=3 (ties)",
-            dict(
-                scheme="greedy",
-                n=3,
-                p=["1/10", "1/10", "1/10", "1/2", "1/5"],
-                q=["1/4", "1/4", "1/4", "1/8", "1/8"],
-            ),
-        ),
-        (
-            "spechub",
-            dict(
-                scheme="spechub",
-                n=2,
-                p=["1/10", "2/5", "1/4", "1/4"],
-                q=["2/5", "3/10", "1/5", "1/10"],
-            ),
-        ),
-        (
-            "explicit n=2",
-            dict(
-                scheme="explicit",
-                p=["1/10", "1/10", "4/5"],
-                table=[["1/8", "1/4", "0"], ["0", "1/8", "1/8"], ["1/4", "0", "1/8"]],
-            ),
-        ),
-    ]
-    out = []
-    for label, s in specs:
-        inst = _as_instance(s)
-        out.append(Instance(inst.p, inst.draft, label))
-    return out
-
-
-def random_instances(
-    scheme: str | None = None,
-    V: int = 4,
-    n: int = 2,
-    trials: int = 5,
-    seed: int = 0,
-    concentration: float = 1.0,
-) -> list[Instance]:
-    r"""Seeded random float instances: p and q drawn from a symmetric Dirichlet.
-
-    Parameters
-    ----------
-    scheme : str, optional
-        A scheme of :data:`mdsd_ot.drafts.SCHEMES` except ``"explicit"``; ``None`` cycles
-        through :data:`RANDOM_SCHEMES`.
-    V : int
-        Vocabulary size.
-    n : int
-        Number of drafts (SpecHub always uses 2).
-    trials : int
-        Number of instances.
-    seed : int
-        Seed of :func:`numpy.random.default_rng`.
-    concentration : float
-        Dirichlet concentration of p and every q.
-
-    Examples
-    --------
-    >>> [i.label for i in random_instances("with", V=3, n=2, trials=2, seed=1)]
-    ['with V=3 n=2 #0', 'with V=3 n=2 #1']
-    """
-    if scheme is not None and scheme not in RANDOM_SCHEMES:
-        why = "unknown scheme" if scheme not in SCHEMES else "no random instances for scheme"
-        raise ValueError(f"scheme: {why} {scheme!r}; choose one of {', '.join(RANDOM_SCHEMES)}")
-    if isinstance(V, bool) or not isinstance(V, int | np.integer) or V < 1:
-        raise ValueError(f"vocab: the vocabulary size must be an integer >= 1, got {V!r}")
-    n = V_.check_n(n)
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
-        raise ValueError(f"trials: the number of random instances must be >= 1, got {trials!r}")
-    rng = np.random.default_rng(seed)
-    out = []
-    for t in range(int(trials)):
-        s = scheme or RANDOM_SCHEMES[t % len(RANDOM_SCHEMES)]
-        cls = SCHEMES[s]
-        p = rng.dirichlet(np.full(V, concentration))
-        if issubclass(cls, QLaw):  # one q for every draft
-            law = make(s, rng.dirichlet(np.full(V, concentration)), cls.fixed_n or n)
-        else:  # one q per draft
-            law = make(s, qs=[rng.dirichlet(np.full(V, concentration)) for _ in range(n)])
-        out.append(make_instance(p, law, f"{s} V={V} n={law.n} #{t}"))
-    return out
-
 
 # -- reports ----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Figures of a report: acceptance against temperature, per-position histograms (matplotlib).
 
 matplotlib is imported when a figure is drawn (``pip install 'mdsd-ot[plot]'``).  Files are
-written under a temporary name and renamed when complete (:func:`save_png`).
+written under a temporary name and renamed when complete (:func:`save_png`, through
+:mod:`mdsd_ot._outputs`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_path
+from .._outputs import atomic_write
 
 __all__ = ["plot_gap", "plot_histograms", "save_png", "write_plots"]
 
@@ -31,17 +32,17 @@ def _plt(path_given: bool) -> Any:
     return plt
 
 
-def save_png(fig: Any, path: str | os.PathLike) -> Path:
-    """Save ``fig`` as a PNG at ``path`` atomically (temporary name, then rename)."""
-    path = Path(path)
-    tmp = atomic_path(path)
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+def save_png(fig: Any, path: str | os.PathLike, *, option: str = "path") -> Path:
+    """Save ``fig`` as a PNG at ``path`` atomically (:func:`mdsd_ot._outputs.atomic_write`).
+
+    A failed write (an :class:`OSError`) is a ValueError naming ``option`` and the file, and
+    leaves nothing behind.
+    """
+
+    def save(fh: Any) -> None:
+        fig.savefig(fh, dpi=120, bbox_inches="tight", format="png")
+
+    return atomic_write(path, option, save, binary=True)
 
 
 def _results(report: dict[str, Any], n: int | None) -> list[dict[str, Any]]:

@@ -13,14 +13,13 @@ or ``{"format": "mdsd-ot-witness/1", "witnesses": [w1, w2, ...]}``.  Fractions a
 from __future__ import annotations
 
 import json
-import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validate import check_output_file
+from .._outputs import atomic_write, check_output_file
 
 __all__ = ["FORMAT", "encode", "decode", "save", "load", "frac", "check_output_path"]
 
@@ -80,7 +79,7 @@ def decode(x: Any) -> Any:
 def check_output_path(path: str | Path, option: str = "path") -> Path:
     """Check that ``path`` can be written (before any long computation) and return it.
 
-    The package's output check (:func:`mdsd_ot._validate.check_output_file`), suggesting
+    The package's output check (:func:`mdsd_ot._outputs.check_output_file`), suggesting
     ``witness.json`` when ``path`` is a directory.  Refused with a ValueError naming ``option``:
     a directory, a missing parent directory, a parent that is not a directory or that is not
     writable, an existing file that is not writable.
@@ -101,8 +100,9 @@ def save(
     """Write one witness (dict) or several (list) to ``path``.
 
     The path is checked first (:func:`check_output_path`); the file is written to a temporary
-    name in the same directory and renamed when complete, so a failed write never leaves a
-    half-written witness file.
+    name in the same directory and renamed when complete
+    (:func:`mdsd_ot._outputs.atomic_write`), so a failed write never leaves a half-written
+    witness file; an :class:`OSError` is a ValueError naming ``option`` and the file.
     """
     path = check_output_path(path, option)
     if isinstance(witnesses, list):
@@ -110,15 +110,7 @@ def save(
     else:
         body = {"format": FORMAT, **encode(witnesses)}
     text = json.dumps(body, indent=2) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:  # the umask's permissions, like any file
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ValueError(f"{option}: cannot write {path} ({exc.strerror or exc})") from None
-    return path
+    return atomic_write(path, option, lambda fh: fh.write(text), binary=False)
 
 
 def load(path: str | Path) -> list[dict[str, Any]]:

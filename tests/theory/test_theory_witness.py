@@ -4,6 +4,7 @@ atomic writes, clean refusals of unreadable files."""
 from __future__ import annotations
 
 import json
+import os
 from fractions import Fraction
 
 import pytest
@@ -30,7 +31,7 @@ def test_save_replaces_atomically_and_keeps_the_old_file_on_failure(tmp_path, mo
     def boom(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(W.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(ValueError, match=r"--out: cannot write .*No space left on device"):
         W.save(f, {"kind": "n1", "claim": "T9"}, "--out")
     assert f.read_bytes() == before

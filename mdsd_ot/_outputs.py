@@ -1,0 +1,224 @@
+"""One place for output files: check the path before any computation, write atomically.
+
+Every file the package writes (the CLI's ``--out`` / ``--plan`` / ``--plot`` files, witness
+files, shards, report figures) goes through this module:
+
+1. :func:`check_output_file` checks the path first, so a long run never ends on an unwritable
+   path;
+2. :func:`atomic_write` (or :func:`atomic_file` for writers that need a file *name*, such as
+   ``safetensors.numpy.save_file``) writes to a temporary name in the same directory
+   (:func:`atomic_path`) and renames it over the target with :func:`os.replace` only when the
+   write is complete.
+
+A failed or interrupted write therefore never leaves a half-written file, and never leaves the
+temporary file behind: the old file, if any, is intact.  An :class:`OSError` (disk full,
+permission) becomes a :class:`ValueError` naming the option and the file; every other error
+propagates unchanged (after the temporary file is removed).
+
+Examples
+--------
+>>> import tempfile
+>>> d = Path(tempfile.mkdtemp())
+>>> f = atomic_write(d / "a.txt", "--out", lambda fh: fh.write("hello\\n"), binary=False)
+>>> f.read_text(), sorted(p.name for p in d.iterdir())
+('hello\\n', ['a.txt'])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check_output_file", "atomic_path", "atomic_file", "atomic_write"]
+
+
+def check_output_file(
+    path: str | os.PathLike,
+    option: str = "path",
+    suffixes: Sequence[str] | None = None,
+    *,
+    example: str | None = None,
+) -> Path:
+    """Check that ``path`` can be written as a file, before any computation; return it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to be written (created or overwritten).
+    option : str
+        The argument or option that gave ``path`` (``"--out"``): every message starts with it.
+    suffixes : sequence of str, optional
+        The accepted suffixes in lower case (``(".json", ".csv")``); ``None`` accepts any.
+    example : str, optional
+        A file name suggested inside ``path`` when ``path`` is a directory.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``option``, the file and the fix: ``path`` is a directory, its suffix is not one
+        of ``suffixes``, its parent directory is missing, is not a directory or is not writable,
+        or it exists and is not writable.
+
+    Examples
+    --------
+    >>> check_output_file("/", "--out", example="witness.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out: / is a directory; give a file name inside it (e.g. /witness.json)
+    >>> check_output_file("/no/such/dir/a.json", "--out")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out: directory /no/such/dir does not exist; create it first
+    >>> check_output_file("a.txt", "--plan", (".npy", ".json"))
+    Traceback (most recent call last):
+    ...
+    ValueError: --plan: give a file name ending in .npy or .json, got 'a.txt'
+    """
+    path = Path(path)
+    if path.is_dir():
+        hint = f" (e.g. {path / example})" if example else ""
+        raise ValueError(f"{option}: {path} is a directory; give a file name inside it{hint}")
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise ValueError(
+            f"{option}: give a file name ending in {' or '.join(suffixes)}, got {str(path)!r}"
+        )
+    parent = path.parent
+    if not parent.exists():
+        raise ValueError(f"{option}: directory {parent} does not exist; create it first")
+    if not parent.is_dir():
+        raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{option}: cannot overwrite {path} (permission denied)")
+    return path
+
+
+def atomic_path(path: str | os.PathLike) -> Path:
+    """A temporary name next to ``path`` (same directory, so the final rename is atomic).
+
+    The name is hidden (leading dot) and carries the process id, so two processes writing the
+    same file do not share a temporary file.
+
+    Examples
+    --------
+    >>> atomic_path("out/report.json").name.startswith(".report.json.")
+    True
+    >>> atomic_path("out/report.json").parent == Path("out")
+    True
+    """
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, option: str = "path") -> Iterator[Path]:
+    """Yield a temporary name for ``path``; rename it to ``path`` when the block completes.
+
+    For writers that take a file name rather than a file object; :func:`atomic_write` is this
+    with the file opened.  The temporary file is removed whatever happens; an :class:`OSError`
+    (in the block or in the rename) becomes a ValueError naming ``option`` and the file, other
+    exceptions propagate.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write (created or replaced).
+    option : str
+        The argument or option that gave ``path``: the error message starts with it.
+
+    Yields
+    ------
+    pathlib.Path
+        The temporary name (:func:`atomic_path`) to write to.
+
+    Raises
+    ------
+    ValueError
+        ``"{option}: cannot write {path} ({reason})"`` when writing or renaming fails with an
+        :class:`OSError`; ``path`` is then unchanged.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with atomic_file(d / "a.bin", "--out") as tmp:
+    ...     _ = tmp.write_bytes(b"\\x00\\x01")
+    >>> (d / "a.bin").read_bytes(), sorted(p.name for p in d.iterdir())
+    (b'\\x00\\x01', ['a.bin'])
+    >>> with atomic_file(d / "missing" / "b.bin", "--out") as tmp:
+    ...     _ = tmp.write_bytes(b"x")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out: cannot write .../missing/b.bin (No such file or directory)
+    """
+    path = Path(path)
+    tmp = atomic_path(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write {path} ({exc.strerror or exc})") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def atomic_write(
+    path: str | os.PathLike, option: str, write: Callable[[Any], Any], *, binary: bool
+) -> Path:
+    """Write ``path`` through ``write(file object)`` under a temporary name, then rename.
+
+    An :class:`OSError` (disk full, permission) becomes a ValueError naming ``option`` and the
+    file; nothing is left behind (see :func:`atomic_file`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to create or replace, as for :func:`atomic_file`.
+    option : str
+        The option named by the error message, as for :func:`atomic_file`.
+    write : callable
+        Called once with the open temporary file; its return value is ignored.
+    binary : bool
+        Open the file in binary mode (``"wb"``); otherwise text mode in UTF-8.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        ``"{option}: cannot write {path} ({reason})"`` on an :class:`OSError`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> atomic_write(d / "a.json", "--out", lambda fh: fh.write("[1]"), binary=False).read_text()
+    '[1]'
+    >>> def fail(fh):
+    ...     fh.write("[2")
+    ...     raise OSError(28, "No space left on device")
+    >>> atomic_write(d / "a.json", "--out", fail, binary=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: --out: cannot write .../a.json (No space left on device)
+    >>> (d / "a.json").read_text(), sorted(p.name for p in d.iterdir())
+    ('[1]', ['a.json'])
+    """
+    path = Path(path)
+    with atomic_file(path, option) as tmp:
+        with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            write(fh)
+    return path
