@@ -14,6 +14,7 @@ written once for numpy and torch:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -83,9 +84,21 @@ def bucket_edges(key: Any, sub_bits: int, half_window: int, b0: int, b1: int):
     >>> lo.tolist(), hi.tolist()
     ([1.0, 1.25], [1.25, 1.5])
     """
-    mant, bias = float_layout(key.dtype)
+    mant, _ = float_layout(key.dtype)
+    return _edges(mant, is_numpy_array(key), sub_bits, half_window, int(b0), int(b1))
+
+
+@functools.lru_cache(maxsize=64)
+def _edges(mant: int, numpy: bool, sub_bits: int, half_window: int, b0: int, b1: int):
+    """:func:`bucket_edges` (cached: read-only arrays; the same buckets recur row after row)."""
+    lo, hi = _edges_of(mant, numpy, sub_bits, half_window, b0, b1)
+    lo.flags.writeable = hi.flags.writeable = False
+    return lo, hi
+
+
+def _edges_of(mant: int, numpy: bool, sub_bits: int, half_window: int, b0: int, b1: int):
     j = np.arange(b0, b1 + 1, dtype=np.int64)
-    if is_numpy_array(key):
+    if numpy:
         shift = mant - sub_bits
         edges = (
             (j << shift).view(np.float64)

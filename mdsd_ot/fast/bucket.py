@@ -210,17 +210,21 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     """What every law shares: the bucket of every token and their number; (numpy) the tokens
     per bucket among every ``stride``-th column (``Hs``, for the dense-bucket test), or
     ``one_ratio`` when every ratio is the same; p's histogram (``Hp``) and the exact tokens per
-    bucket (``Hn``), formed on first use by :func:`_phase1`."""
+    bucket (``Hn``), formed on first use by :func:`_phase1`; ``id0``: numpy, one row, the ids
+    count from the smallest occupied bucket (its absolute id, for the bucket edges)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
     ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
-    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "Hs": None, "one_ratio": False}
+    out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "Hs": None, "one_ratio": False, "id0": 0}
     if isinstance(p, np.ndarray):
         B, V = ids.shape
         stride = STRIDE if V >= 64 * STRIDE else 1
         sample = np.ascontiguousarray(ids[:, ::stride])
-        if B == 1:  # buckets up to the largest id only (fewer fresh pages than the full range)
-            out["NB"] = NB = int(ids.max()) + 1
+        if B == 1:  # ids from the smallest one: histograms of the occupied range only
+            out["id0"] = id0 = int(ids.min())
+            out["NB"] = NB = int(ids.max()) - id0 + 1
+            if id0:
+                ids -= id0
         Hs = hg.count_histogram(sample, NB)
         if bool(np.all(np.max(Hs, axis=-1) == sample.shape[-1])):  # perhaps one bucket: are
             # all ratios equal?  (rare: the key is formed again for that check only)
@@ -285,7 +289,8 @@ def _phase1(
     f_b = P_b - Q_b
     UB = xp.min(f_b, axis=-1)
 
-    lo, hi = hg.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0, b1)
+    id0 = shared["id0"]  # numpy, one row: the ids start at the smallest bucket
+    lo, hi = hg.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0 + id0, b1 + id0)
     if exact is not None and b0 <= exact[0] < b1:
         lo, hi = lo.copy(), hi.copy()
         lo[exact[0] - b0] = hi[exact[0] - b0] = exact[1]
