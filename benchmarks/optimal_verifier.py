@@ -4,7 +4,8 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
 
 1. per position at V = 152,064 (synthetic family, T = 1, noise 1), n = 2 and 4, for the i.i.d.,
    sequential and conditional-Poisson laws: the time of *setup + one draw*
-   (``build_plan`` + ``sample_plan`` of one draft tuple) divided by the time of one
+   (``build_plan`` + ``sample_plan`` of one draft tuple; "pooled": the same through
+   ``draw_rows`` on one row, whose plans reuse per-thread buffers) divided by the time of one
    ``np.argsort`` of V float64 values (issue target: <= 3), with the construction, the certified
    shortfall ε = α* − acceptance and the law's error bound.  Each tree is measured twice, in
    fresh worker processes: as started ("fresh allocator") and after one free of a 32 MB block
@@ -103,6 +104,15 @@ def worker(reps: int, warm: bool) -> list[dict]:
                 sample_plan(build_plan(p, law.q, n, con), t, g)
 
             res = _paired(run, r, x)
+            try:  # draw_rows (pooled plans) exists from this change on; a baseline may lack it
+                from mdsd_ot.verifiers.chain import draw_rows
+
+                def pooled(P1=p[None, :], Q1=law.q[None, :], con=con, t=t, n=n):
+                    draw_rows(P1, Q1, n, con, t, g)
+
+                res["pooled"] = _paired(pooled, r, x)["ratio"]
+            except ImportError:
+                res["pooled"] = float("nan")
             a = float(alpha_star(p, law.q, n=n, scheme=law.scheme))
             res.update(law=cls.__name__, n=n, construction=con, eps=max(0.0, a - plan.acceptance),
                        law_error=float(plan.law_error))  # fmt: skip
@@ -146,7 +156,9 @@ def per_position(reps: int, baseline: str | None, rounds: int) -> None:
             cpu = float(np.median([r[k]["cpu"] for r in runs[name]]))
             ms = min(r[k]["ms"] for r in runs[name])
             sort_ms = min(r[k]["argsort_ms"] for r in runs[name])
+            pooled = float(np.median([r[k]["pooled"] for r in runs[name]]))
             print(f"  n={row['n']} {row['law']:19s} {row['construction']:8s} ratio {ratio:7.2f} "
+                  f"pooled {pooled:7.2f} "
                   f"(cpu {cpu:7.2f}; min {ms:9.1f} ms vs argsort {sort_ms:5.1f} ms)  "
                   f"eps {row['eps']:.1e}  law error <= {row['law_error']:.1e}")  # fmt: skip
 

@@ -48,7 +48,7 @@ _IDX: dict[int, np.ndarray] = {}
 _CHUNK: int = 1 << 19
 
 
-def ratio_order(key: Any, stable: bool = True) -> Any:
+def ratio_order(key: Any, stable: bool = True, *, out: Any = None, work: Any = None) -> Any:
     r"""Indices ordering each row by :math:`|k|` ascending (NaN last), ties by index.
 
     Parameters
@@ -57,6 +57,10 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
         Ratios :math:`p/q \ge 0` (``+inf`` and NaN allowed), as
         :func:`mdsd_ot.fast.prefix.sort_key` returns them; numpy float64 or float32, or a torch
         tensor.  Keys are ordered by their absolute value (``-0.0`` is ``0.0``).
+    out : int64 array of the shape of ``key``, optional
+        Where to write the order (numpy; returned).
+    work : uint64 array of the shape of ``key``, optional
+        A buffer for the packed words of a single numpy float64 row (none is allocated then).
     stable : bool
         Whether equal keys must keep their order.  numpy rows of at least
         :data:`UNSTABLE_MIN_V` keys are always ordered stably; ``stable=False`` lets shorter
@@ -78,43 +82,53 @@ def ratio_order(key: Any, stable: bool = True) -> Any:
         key = abs(key)
         return bk.stable_argsort(key) if stable else bk.argsort(key)
     V = key.shape[-1]
-    if not stable and V < UNSTABLE_MIN_V:
-        return np.argsort(np.abs(key), axis=-1)
     b = max(1, (V - 1).bit_length())
-    if (
+    if not stable and V < UNSTABLE_MIN_V:
+        order = np.argsort(np.abs(key), axis=-1)
+    elif (
         key.ndim not in (1, 2)
         or V < PACKED_MIN_V
         or b > _MAX_BITS
         or key.dtype not in (np.float64, np.float32)
     ):
-        return np.argsort(np.abs(key), axis=-1, kind="stable")
-    rows = np.ascontiguousarray(key.reshape(-1, V))
-    if rows.shape[0] == 1:
-        return _order_rows(rows, b).reshape(key.shape)
-    # many rows: a few at a time, so that the words stay a few MB (not another (B, V) array)
-    order = np.empty(rows.shape, dtype=np.int64)
-    step = max(1, _CHUNK // V)
-    for r0 in range(0, rows.shape[0], step):
-        order[r0 : r0 + step] = _order_rows(rows[r0 : r0 + step], b)
-    return order.reshape(key.shape)
+        order = np.argsort(np.abs(key), axis=-1, kind="stable")
+    else:
+        rows = np.ascontiguousarray(key.reshape(-1, V))
+        if rows.shape[0] == 1:
+            if work is not None:
+                work = work.reshape(1, V)
+            dest = None if out is None else out.reshape(1, V)
+            return _order_rows(rows, b, dest, work).reshape(key.shape)
+        # many rows: a few at a time, so that the words stay a few MB (not a (B, V) array)
+        order = np.empty(rows.shape, dtype=np.int64) if out is None else out.reshape(rows.shape)
+        step = max(1, _CHUNK // V)
+        for r0 in range(0, rows.shape[0], step):
+            order[r0 : r0 + step] = _order_rows(rows[r0 : r0 + step], b)
+        return order.reshape(key.shape)
+    if out is None:
+        return order
+    out[...] = order
+    return out
 
 
-def _order_rows(rows: np.ndarray, b: int) -> np.ndarray:
-    """:func:`ratio_order` of C-contiguous (B, V) float rows, V >= 2 ** (b - 1)."""
+def _order_rows(rows: np.ndarray, b: int, out=None, work=None) -> np.ndarray:
+    """:func:`ratio_order` of C-contiguous (B, V) float rows, V >= 2 ** (b - 1); ``out``
+    (int64) and ``work`` (uint64, float64 rows only) are optional (B, V) buffers."""
     idx = _indices(rows.shape[1])
+    dest = None if out is None else out.view(np.uint64)
     if rows.dtype == np.float32:  # the whole pattern (sign cleared) and the index: exact
         words = (rows.view(np.uint32) & np.uint32(0x7FFFFFFF)).astype(np.uint64)
         words <<= np.uint64(32)
         words |= idx
         words.sort(axis=-1)
-        order = (words & np.uint64(0xFFFFFFFF)).view(np.int64)
+        order = np.bitwise_and(words, np.uint64(0xFFFFFFFF), out=dest).view(np.int64)
     else:
         low = np.uint64((1 << b) - 1)
         bits = rows.view(np.uint64)
-        words = bits & (np.uint64(0x7FFFFFFFFFFFFFFF) ^ low)
+        words = np.bitwise_and(bits, np.uint64(0x7FFFFFFFFFFFFFFF) ^ low, out=work)
         words |= idx
         words.sort(axis=-1)
-        order = (words & low).view(np.int64)
+        order = np.bitwise_and(words, low, out=dest).view(np.int64)
         words >>= np.uint64(b)  # the truncated keys, ascending
         tied = words[:, 1:] == words[:, :-1]  # neighbours with equal truncated keys
         if tied.any():

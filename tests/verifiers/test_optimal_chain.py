@@ -306,3 +306,29 @@ def test_stream_counts_law():
     want = np.array([1 + 1.5 + 9 * 2 / 3, 1 + 9 / 3, 1])
     se = N.std(axis=0) / np.sqrt(len(N)) + 1e-12
     assert np.all(np.abs(N.mean(axis=0) - want) <= 5 * se), (N.mean(axis=0), want)
+
+
+@pytest.mark.parametrize("V", [40, 3000])
+@pytest.mark.parametrize("construction", ["relabel", "cp2", "seq-swap"])
+def test_pooled_plans_equal_owned_plans(construction, V):
+    """build_plan(pooled=True) gives the same plan and draws as an owned plan; its arrays are
+    the thread's pool, which the next pooled plan reuses (the owned plan is untouched)."""
+    rng = np.random.default_rng([V, 7])
+    p, q = rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5))
+    n = 2
+    owned = build_plan(p, q, n, construction)
+    pooled = build_plan(p, q, n, construction, pooled=True)
+    assert np.array_equal(owned.order, pooled.order) and owned.acceptance == pooled.acceptance
+    for name in ("key", "c", "s", "dE"):
+        a, b = getattr(owned, name), getattr(pooled, name)
+        assert (a is None) == (b is None) and (a is None or np.array_equal(a, b)), name
+    t = drafts.WithReplacement(q, n).sample(rng, 64)
+    assert np.array_equal(
+        sample_plan(owned, t, np.random.default_rng(1)),
+        sample_plan(pooled, t, np.random.default_rng(1)),
+    )
+    order = owned.order.copy()
+    p2, q2 = rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5))
+    again = build_plan(p2, q2, n, construction, pooled=True)
+    assert np.shares_memory(again.order, pooled.order)  # the pool, reused
+    assert np.array_equal(owned.order, order)  # an owned plan keeps its own arrays

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plan import _SCRATCH, Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
+from ._arena import SCRATCH, kept
+from .plan import Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
 from .rows import Pairing
 
 __all__ = ["cp2_plan", "fits"]
@@ -48,17 +49,17 @@ def cp2_plan(p, q, n, order) -> Plan:
     """Conditional Poisson, n = 2, through the i.i.d. kernel (no cancellation: see the note)."""
     ps, qs = _gather(p, q, order)
     V = len(qs)
-    c = np.cumsum(qs)
-    w = np.subtract(c, qs, out=_SCRATCH.get("w", V))
+    c = np.cumsum(qs, out=kept("c", V))
+    w = np.subtract(c, qs, out=SCRATCH.get("w", V))
     w *= qs  # e_2 increments q_k c_{k-1} >= 0
     e2 = float(w.sum())
     w /= e2  # the conditional-Poisson law D of the deterministic rule
-    s, dE = _sublaw(ps, np.cumsum(w, out=_SCRATCH.get("W", V)), w)
+    s, dE = _sublaw(ps, np.cumsum(w, out=SCRATCH.get("W", V)), w)
     s = _clip(s, ps)
     two_e2 = 2.0 * e2
     live = int(np.count_nonzero(q))
     pr = _supply_demand(dE, q, qs, two_e2)
-    rho = _SCRATCH.get("rho", V)  # two_e2 s / q + q on the live slots, inf after them
+    rho = SCRATCH.get("rho", V)  # two_e2 s / q + q on the live slots, inf after them
     np.divide(s[:live], qs[:live], out=rho[:live])
     rho[:live] *= two_e2
     rho[:live] += qs[:live]

@@ -36,7 +36,6 @@ Examples
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +43,7 @@ import numpy as np
 
 from ...fast.order import ratio_order
 from ...fast.prefix import prefix_Q_conditional_poisson
+from ._arena import POOL, SCRATCH, kept
 from .pieces import PieceKernel
 from .relabel import rates_from_cum
 from .rows import Pairing
@@ -54,25 +54,6 @@ __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 CONSTRUCTIONS: tuple[str, ...] = ("relabel", "cp2", "stream", "top", "cp-swap", "seq-swap")
 
 EPS = float(np.finfo(np.float64).eps)
-
-
-class _Scratch(threading.local):
-    """Per-thread scratch arrays reused from plan to plan (fresh V-size temporaries cost page
-    faults that dominate the arithmetic at V = 152,064).  Never stored in a plan."""
-
-    def __init__(self) -> None:
-        self.bufs: dict[str, np.ndarray] = {}
-
-    def get(self, name: str, size: int, width: int = 0) -> np.ndarray:
-        """A scratch array of ``size`` entries (``(size, width)`` when width > 0)."""
-        shape = (size, width) if width else (size,)
-        b = self.bufs.get(name)
-        if b is None or len(b) < size or b.shape[1:] != shape[1:]:
-            b = self.bufs[name] = np.empty(shape)
-        return b[:size]
-
-
-_SCRATCH = _Scratch()
 
 
 @dataclass
@@ -234,18 +215,18 @@ def _sublaw(ps: np.ndarray, Q: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, n
     dE_k = E_{k+1} - E_k and s = D + dE (a fresh array); dE lives in scratch.
     """
     V = len(ps)
-    F = _SCRATCH.get("F", V + 1)
+    F = SCRATCH.get("F", V + 1)
     F[0] = 0.0
     np.cumsum(ps, out=F[1:])
     F[1:] -= Q
-    S = _SCRATCH.get("S", V + 1)
+    S = SCRATCH.get("S", V + 1)
     np.minimum.accumulate(F[::-1], out=S[::-1])
     np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
     F[-1] = 0.0
     np.maximum(F, 0.0, out=F)
     dE = S[:V]
     np.subtract(F[1:], F[:-1], out=dE)
-    return np.add(D, dE), dE
+    return np.add(D, dE, out=kept("s", V)), dE
 
 
 def _supply_demand(dE: np.ndarray, q: np.ndarray, qs: np.ndarray, scale: float = 1.0) -> Pairing:
@@ -263,7 +244,7 @@ def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray
     """p and q by slot, in scratch (the plan keeps only ``order`` and gathers on demand): two
     contiguous gathers (interleaving p and q first cost more than it saved)."""
     V = len(order)
-    ps, qs = _SCRATCH.get("ps", V), _SCRATCH.get("qs", V)
+    ps, qs = SCRATCH.get("ps", V), SCRATCH.get("qs", V)
     np.take(p, order, out=ps)
     np.take(q, order, out=qs)
     return ps, qs
@@ -274,22 +255,22 @@ def _relabel(p, q, n, order, construction="relabel") -> Plan:
     :math:`s = D + dE` is formed at the slots that need it (:meth:`Plan.s_at`)."""
     ps, qs = _gather(p, q, order)
     V = len(order)
-    c = np.cumsum(qs)
-    F = _SCRATCH.get("F", V + 1)
+    c = np.cumsum(qs, out=kept("c", V))
+    F = SCRATCH.get("F", V + 1)
     F[0] = 0.0
     np.cumsum(ps, out=F[1:])
-    Q = _SCRATCH.get("Q", V)
+    Q = SCRATCH.get("Q", V)
     if n == 2:
         np.multiply(c, c, out=Q)
     else:
         np.power(c, n, out=Q)
     F[1:] -= Q
-    S = _SCRATCH.get("S", V + 1)
+    S = SCRATCH.get("S", V + 1)
     np.minimum.accumulate(F[::-1], out=S[::-1])
     np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
     F[-1] = 0.0
     np.maximum(F, 0.0, out=F)
-    dE = np.diff(F)
+    dE = np.subtract(F[1:], F[:-1], out=kept("dE", V))
     live = V if qs[-1] > 0 else int(np.count_nonzero(q))  # q = 0 sorts last: no pairs there
     pairs = Pairing.full(dE, live)
     alpha = min(1.0, 1.0 + float(S[0]))
@@ -312,9 +293,21 @@ def _top(p, q, n, order, distinct: bool) -> Plan:
 
 
 def build_plan(
-    p: np.ndarray, q: np.ndarray, n: int, construction: str, order: np.ndarray | None = None
+    p: np.ndarray,
+    q: np.ndarray,
+    n: int,
+    construction: str,
+    order: np.ndarray | None = None,
+    *,
+    pooled: bool = False,
 ) -> Plan:
     """The plan of one position (validated float64 p and q); ``order`` reuses a p/q sort.
+
+    ``pooled=True``: the plan's V-size arrays (keys, order, cumulative q, sub-law, pairs) live
+    in per-thread buffers that the thread's next pooled plan reuses (:mod:`._arena`: no page
+    faults for fresh arrays), so the plan is valid only until then; for one-shot use
+    (:func:`~mdsd_ot.verifiers.chain.sample.draw_rows`).  The default returns a plan that owns
+    its arrays.
 
     Examples
     --------
@@ -322,10 +315,21 @@ def build_plan(
     >>> round(plan.acceptance, 12)  # α* of two distinct drafts = 1 (they cover both tokens)
     1.0
     """
+    POOL.active = pooled
+    try:
+        return _build(p, q, n, construction, order)
+    finally:
+        POOL.active = False
+
+
+def _build(p, q, n, construction, order) -> Plan:
     key = None
     if order is None:
-        key = sort_keys(p, q)
-        order = ratio_order(key)
+        V = len(p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            key = np.divide(p, q, out=kept("key", V))
+        work = SCRATCH.get("words", V, dtype=np.uint64) if POOL.active else None
+        order = ratio_order(key, out=kept("order", V, np.int64), work=work)
     if construction == "top" or n == 1:
         plan = _top(p, q, n, order, distinct=construction == "top")
     elif construction == "cp2":

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arena import kept
 from .relabel import QUANT
 
 __all__ = ["Pairing", "pairing", "kernel_rows", "selection_law_at", "slot_mass_imbalance"]
@@ -74,10 +75,10 @@ class Pairing:
         V = len(dE)
         r = dE[live - 1 :: -1] if live > 0 else dE[:0]
         self.V, self.off = V, V - live
-        self.Ls = np.minimum(r, 0.0)  # accumulated in place: no temporary of size V
+        self.Ls = np.minimum(r, 0.0, out=kept("Ls", len(r)))  # accumulated in place
         np.cumsum(self.Ls, out=self.Ls)
         self.Ls *= -scale
-        self.Ld = np.maximum(r, 0.0)
+        self.Ld = np.maximum(r, 0.0, out=kept("Ld", len(r)))
         np.cumsum(self.Ld, out=self.Ld)
         if scale != 1.0:
             self.Ld *= scale

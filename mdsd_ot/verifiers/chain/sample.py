@@ -212,9 +212,10 @@ def draw_rows(
     with drafts from ``Q[b]``; returns the B output tokens.
 
     The same draws as ``sample_plans(build_plans(P, Q, n, construction), t, rng)`` (same plans,
-    same random numbers in the same order), but each plan is dropped once its row is drawn, so
-    the working memory is that of one position, not B plans' V-size arrays (which cost page
-    faults as well as memory).
+    same random numbers in the same order), but each plan is *pooled* (``build_plan(...,
+    pooled=True)``: its V-size arrays reuse the previous row's buffers) and dropped once its row
+    is drawn, so the working memory is that of one position, not B plans' V-size arrays, and no
+    fresh V-size array is touched after the first row (fresh arrays cost page faults).
 
     Examples
     --------
@@ -227,5 +228,6 @@ def draw_rows(
     t = np.asarray(t, dtype=np.int64)
     out = np.empty(len(P), dtype=np.int64)
     for b in range(len(P)):
-        out[b] = sample_plan(build_plan(P[b], Q[b], n, construction), t[b : b + 1], rng)[0]
+        plan = build_plan(P[b], Q[b], n, construction, pooled=True)
+        out[b] = sample_plan(plan, t[b : b + 1], rng)[0]
     return out
