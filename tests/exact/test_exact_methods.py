@@ -10,7 +10,6 @@ use Fractions.
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ import pytest
 from mdsd_ot import drafts as D
 from mdsd_ot.drafts import Vector
 from mdsd_ot.exact import METHODS
-from testkit import bank_alpha, bank_law, load_bank
 
 LP_METHODS = ("primal", "primal-cvxpy", "bmatching", "dual", "emd")
 #: Methods whose status says whether the two-sided certificate closed (gap <= 1e-9).
@@ -108,34 +106,8 @@ def _check_instance(p, law) -> None:
             assert r["info"]["integral"]
 
 
-# -- the alpha bank --------------------------------------------------------------------------
-
-BANK = [(inst, bank_law(inst)) for inst in load_bank()]
-BANK = [(inst, law) for inst, law in BANK if law is not None]
-
-
-@pytest.mark.parametrize("method", LP_METHODS)
-def test_alpha_bank(method):
-    """Each LP form reproduces the 189 exact alphas within its registered accuracy (T1);
-    for "dual" also T2 (LP optimum = 0/1 optimum = α*, integral vertex)."""
-    _needs(method)
-    acc = METHODS[method].accuracy
-    assert acc <= 1e-9
-    worst = 0.0
-    for inst, law in BANK:
-        pv = Vector(inst["p"], "p")
-        r = _solve(method, pv, law)
-        exact = bank_alpha(inst)
-        worst = max(worst, abs(r["alpha"] - float(exact)))
-        # H is optimal exactly, up to the stated accuracy: P(H) + 1 - Q(H) in Fractions
-        H = np.asarray(r["H"], dtype=bool)
-        val = sum((pv.exact[i] for i in np.flatnonzero(H)), Fraction(0)) + 1 - law.Q(H, exact=True)
-        assert abs(val - exact) <= acc, (method, inst, val, exact)
-        if method == "dual":  # T2 on the bank: LP = IP = exact alpha, vertex integral
-            assert r["info"]["integral"], inst
-            assert abs(r["info"]["lp"] - r["info"]["ip"]) <= 1e-9, inst
-            assert abs(r["info"]["lp"] - float(exact)) <= 1e-9, inst
-    assert worst <= acc, (method, worst)
+# -- the alpha bank: tests/test_bank.py runs every method (these LP forms included) over it
+# once, with the exact H check and T2 for the dual ------------------------------------------
 
 
 # -- T1 on seeded random instances of every scheme -------------------------------------------
