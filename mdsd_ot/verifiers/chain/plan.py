@@ -192,10 +192,10 @@ class Plan:
         return self._residual
 
 
-def sort_keys(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """The chain key p/q (q = 0: inf, or nan when p = 0 too; both sort last)."""
+def sort_keys(p: np.ndarray, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The chain key p/q (q = 0: inf, or nan when p = 0 too; both sort last), into ``out``."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.divide(p, q)
+        return np.divide(p, q, out=out)
 
 
 def chain_order(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -215,6 +215,16 @@ def _sublaw(ps: np.ndarray, Q: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, n
     dE_k = E_{k+1} - E_k and s = D + dE (a fresh array); dE lives in scratch.
     """
     V = len(ps)
+    E, _ = _transfer(ps, Q)
+    dE = SCRATCH.get("S", V + 1)[:V]  # the suffix minima are no longer needed
+    np.subtract(E[1:], E[:-1], out=dE)
+    return np.add(D, dE, out=kept("s", V)), dE
+
+
+def _transfer(ps: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, float]:
+    r"""The transfer path :math:`E_j = \max(0, F_j - \min_{i>j} F_i)`, j = 0..V (scratch), and
+    :math:`\min_j F_j`, for F = P - Q on the prefixes 0..V (Q given on prefixes 1..V)."""
+    V = len(ps)
     F = SCRATCH.get("F", V + 1)
     F[0] = 0.0
     np.cumsum(ps, out=F[1:])
@@ -224,9 +234,7 @@ def _sublaw(ps: np.ndarray, Q: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, n
     np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
     F[-1] = 0.0
     np.maximum(F, 0.0, out=F)
-    dE = S[:V]
-    np.subtract(F[1:], F[:-1], out=dE)
-    return np.add(D, dE, out=kept("s", V)), dE
+    return F, float(S[0])
 
 
 def _supply_demand(dE: np.ndarray, q: np.ndarray, qs: np.ndarray, scale: float = 1.0) -> Pairing:
@@ -256,24 +264,16 @@ def _relabel(p, q, n, order, construction="relabel") -> Plan:
     ps, qs = _gather(p, q, order)
     V = len(order)
     c = np.cumsum(qs, out=kept("c", V))
-    F = SCRATCH.get("F", V + 1)
-    F[0] = 0.0
-    np.cumsum(ps, out=F[1:])
     Q = SCRATCH.get("Q", V)
     if n == 2:
         np.multiply(c, c, out=Q)
     else:
         np.power(c, n, out=Q)
-    F[1:] -= Q
-    S = SCRATCH.get("S", V + 1)
-    np.minimum.accumulate(F[::-1], out=S[::-1])
-    np.subtract(F[:-1], S[1:], out=F[:-1])  # E_j, j < V
-    F[-1] = 0.0
-    np.maximum(F, 0.0, out=F)
-    dE = np.subtract(F[1:], F[:-1], out=kept("dE", V))
+    E, min_F = _transfer(ps, Q)
+    dE = np.subtract(E[1:], E[:-1], out=kept("dE", V))
     live = V if qs[-1] > 0 else int(np.count_nonzero(q))  # q = 0 sorts last: no pairs there
     pairs = Pairing.full(dE, live)
-    alpha = min(1.0, 1.0 + float(S[0]))
+    alpha = min(1.0, 1.0 + min_F)
     plan = Plan(construction, n, p, q, order, c, None, None, pairs, None, alpha,
                 _iid_err(n, V))  # fmt: skip
     plan.dE = dE
@@ -326,8 +326,7 @@ def _build(p, q, n, construction, order) -> Plan:
     key = None
     if order is None:
         V = len(p)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            key = np.divide(p, q, out=kept("key", V))
+        key = sort_keys(p, q, out=kept("key", V))
         work = SCRATCH.get("words", V, dtype=np.uint64) if POOL.active else None
         order = ratio_order(key, out=kept("order", V, np.int64), work=work)
     if construction == "top" or n == 1:
