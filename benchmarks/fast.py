@@ -5,7 +5,8 @@ Run: ``python benchmarks/fast.py [--quick] [--repeats R] [--shard FILE.npz]``.
 "new" is the public ``mdsd_ot.fast.alpha_star(p, q, n=..., scheme=...)`` as shipped (``path="auto"``:
 bucket-and-bound for with, without and conditional Poisson, :mod:`mdsd_ot.fast.bucket`); "old" is
 the same call with ``path="sort"`` (the sorting path of T7).  Both include input validation (the
-figure that counts, issue 14); "core" columns time ``solve_rows`` on validated rows.  Every
+figure that counts, issue 14); "core" columns time ``solve_rows`` on validated rows; "numpy"
+is "new" with the fused loops of :mod:`mdsd_ot.fast._fused` off (what runs without numba).  Every
 timing is taken in the same rounds as the ``np.argsort`` baseline (interleaved, median of the
 per-round ratios), because the machine may be shared.  Printed:
 
@@ -28,7 +29,7 @@ import time
 
 import numpy as np
 
-from mdsd_ot.fast import alpha_star, alpha_star_laws, solve_rows
+from mdsd_ot.fast import _fused, alpha_star, alpha_star_laws, solve_rows
 from mdsd_ot.synthetic import synthetic_batch, synthetic_pair
 
 V_BIG = 152_064
@@ -109,6 +110,12 @@ def dense_bucket(V: int, share: float, rng: np.random.Generator) -> tuple[np.nda
     return p / p.sum(), q / q.sum()
 
 
+def _unfused(f, *args, **kwargs):
+    """``f`` with the fused loops of the bucket path off (numpy's route)."""
+    with _fused.disabled():
+        return f(*args, **kwargs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, temperatures, cases")
@@ -125,11 +132,13 @@ def main() -> None:
     print(f"V = {V_BIG:,}; np.argsort of V float64 ratios: {t_sort * 1e3:.2f} ms (best of {R})")
     print("ratios: median over rounds of time / np.argsort timed in the same round\n")
 
-    print("1. synthetic family, one row: new (bucket-and-bound) vs old (sort), public and core")
+    jit = "numba: on" if _fused.enabled() else "numba: not installed or MDSD_OT_JIT=0"
+    print("1. synthetic family, one row: new (bucket-and-bound) vs old (sort), public and core;")
+    print(f"   'numpy': the new path with the fused loops off ({jit})")
     head = (
         f"  {'T':>4} {'scheme':>20} {'n':>2} {'new':>6} {'old':>6} {'core new':>9} {'core old':>9}"
     )
-    print(head + f" {'target':>7}")
+    print(head + f" {'numpy':>6} {'target':>7}")
     for T in temps:
         p, q = synthetic_pair(V_BIG, T, 1)
         P1, Q1 = p[None, :], q[None, :]
@@ -140,6 +149,7 @@ def main() -> None:
                     "old": lambda s=s, n=n, p=p, q=q: alpha_star(p, q, n=n, scheme=s, path="sort"),
                     "core new": lambda s=s, n=n, P=P1, Q=Q1: solve_rows(P, Q, n, s),
                     "core old": lambda s=s, n=n, P=P1, Q=Q1: solve_rows(P, Q, n, s, path="sort"),
+                    "numpy": lambda s=s, n=n, p=p, q=q: _unfused(alpha_star, p, q, n=n, scheme=s),
                 },
                 base,
                 R if n <= 2 or not args.quick else 3,
@@ -147,7 +157,8 @@ def main() -> None:
             ok = "ok" if r["new"] <= target else "OVER"
             print(
                 f"  {T:>4} {s:>20} {n:>2} {r['new']:>5.2f}x {r['old']:>5.2f}x "
-                f"{r['core new']:>8.2f}x {r['core old']:>8.2f}x {target:>6g}x {ok}"
+                f"{r['core new']:>8.2f}x {r['core old']:>8.2f}x {r['numpy']:>5.2f}x "
+                f"{target:>6g}x {ok}"
             )
 
     print("\n2. adversarial rows (V = 152,064): public new / old (worst case must stay <= 1.2)")

@@ -72,11 +72,15 @@ def ratio_buckets(key: Any, sub_bits: int, half_window: int) -> tuple[Any, int]:
     return ((bits >> shift) - base).clamp_(0, top), top + 1
 
 
-def bucket_edges(key: Any, sub_bits: int, half_window: int, b0: int, b1: int):
+def bucket_edges(
+    key: Any, sub_bits: int, half_window: int, b0: int, b1: int, window: bool | None = None
+):
     """Lower and upper ratio of the buckets ``b0..b1-1`` of :func:`ratio_buckets` (float64).
 
     The edges are exact: powers of two times ``1 + j / 2**sub_bits``.  Buckets of +inf and NaN
     get ``[max finite, inf]``; the torch window's end buckets ``[0, 2^-w)`` and ``[2^w, inf]``.
+    ``window``: whether the ids are those of the fixed window (torch's form, also the fused
+    numpy route's); None: by the key's library.
 
     Examples
     --------
@@ -85,7 +89,8 @@ def bucket_edges(key: Any, sub_bits: int, half_window: int, b0: int, b1: int):
     ([1.0, 1.25], [1.25, 1.5])
     """
     mant, _ = float_layout(key.dtype)
-    return _edges(mant, is_numpy_array(key), sub_bits, half_window, int(b0), int(b1))
+    window = not is_numpy_array(key) if window is None else window
+    return _edges(mant, not window, sub_bits, half_window, int(b0), int(b1))
 
 
 @functools.lru_cache(maxsize=64)

@@ -48,6 +48,7 @@ import numpy as np
 
 from .. import _validate as V_
 from . import _backend as bk
+from . import _fused
 from . import _histograms as hg
 from .chain import CHAINS, Chain, chain_for
 from .order import ratio_order
@@ -66,6 +67,19 @@ __all__ = [
 
 #: Mantissa bits per bucket: 2**SUB_BITS buckets per octave of p/q.
 SUB_BITS: int = 4
+#: Mantissa bits per bucket on the fused route (:mod:`mdsd_ot.fast._fused`), whose histograms
+#: cost the same whatever their number: finer buckets, tighter bounds, fewer survivors.
+FUSED_SUB_BITS: int = 8
+#: Buckets cover p/q in [2**-FUSED_HALF_WINDOW, 2**FUSED_HALF_WINDOW) on the fused route.
+FUSED_HALF_WINDOW: int = 64
+#: The fused route merges buckets (fewer mantissa bits) while a row occupies more than this many.
+FUSED_MAX_BUCKETS: int = 4096
+#: The fused route leaves a row to numpy's buckets (every octave of float64 its own) when more
+#: than this share of its ratios lie beyond the window (positive, finite, outside 2**±64).
+FUSED_OUTSIDE: float = 0.1
+#: ... or when one of its buckets holds more than this share of the tokens (sampled): the laws'
+#: dense-bucket test (``dense_fraction``, at least this share) then decides on numpy's route.
+FUSED_DENSE: float = 0.25
 #: Buckets cover p/q in [2**-HALF_WINDOW, 2**HALF_WINDOW); two end buckets hold the rest.
 HALF_WINDOW: int = 32
 #: numpy: the dense-bucket test counts the tokens of every STRIDE-th column only.
@@ -212,10 +226,32 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     ``one_ratio`` when every ratio is the same; p's histogram (``Hp``) and the exact tokens per
     bucket (``Hn``), formed on first use by :func:`_phase1`; ``id0``: numpy, one row, the ids
     count from the smallest occupied bucket (its absolute id, for the bucket edges)."""
+    if _one_fused_row(p):  # numba: key, buckets and the histograms of p, q, counts in two loops
+        front = _fused.bucket_front(
+            p[0], q[0], FUSED_SUB_BITS, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE
+        )
+        if front is None:  # ratios beyond the window, or one dense bucket: numpy's route
+            return _shared_numpy(p, q)
+        ids, id0, Hp, Hq, Hn = front
+        out = {"ids": ids[None, :], "NB": Hp.size, "Hp": Hp[None, :], "Hq": Hq[None, :]}
+        out.update(Hn=Hn[None, :], Hs=Hn[None, :], stride=1, id0=id0, one_ratio=False)
+        out.update(sub_bits=FUSED_SUB_BITS, half_window=FUSED_HALF_WINDOW, window=True)
+        if Hp.size > FUSED_MAX_BUCKETS:  # ratios spread wide: coarser buckets, a bounded phase 1
+            _coarsen(out, (Hp.size - 1) // FUSED_MAX_BUCKETS)
+        if Hp.size == 1:  # one bucket: are all ratios equal?
+            out["one_ratio"] = _one_ratio(p, q)
+        return out
+    return _shared_numpy(p, q)
+
+
+def _shared_numpy(p: Any, q: Any) -> dict[str, Any]:
+    """:func:`_shared` by array operations (numpy, torch)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = sort_key(p, q)
     ids, NB = hg.ratio_buckets(key, SUB_BITS, HALF_WINDOW)  # overwrites the key (numpy)
     out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "Hs": None, "one_ratio": False, "id0": 0}
+    out.update(Hq=None, sub_bits=SUB_BITS, half_window=HALF_WINDOW)
+    out["window"] = not isinstance(p, np.ndarray)
     if isinstance(p, np.ndarray):
         B, V = ids.shape
         stride = STRIDE if V >= 64 * STRIDE else 1
@@ -227,12 +263,44 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
                 ids -= id0
         Hs = hg.count_histogram(sample, NB)
         if bool(np.all(np.max(Hs, axis=-1) == sample.shape[-1])):  # perhaps one bucket: are
-            # all ratios equal?  (rare: the key is formed again for that check only)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                key = sort_key(p, q)
-            out["one_ratio"] = bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
+            out["one_ratio"] = _one_ratio(p, q)  # all ratios equal?
         out["Hs"], out["stride"] = Hs, stride
     return out
+
+
+def _coarsen(out: dict[str, Any], factor: int) -> None:
+    r"""Merge the fused route's buckets by ``2**k >= factor`` (one row, in place).
+
+    On the window, bucket j >= 1 is :math:`\text{bits} \gg \text{shift} - \text{base}` and
+    :math:`(j - 1) \gg k + 1` is that formula with k fewer mantissa bits, end buckets included
+    (0 stays 0, the last stays last), so the merged ids and histograms are those of bucketing
+    with ``sub_bits - k`` from the start."""
+    k = min(int(factor).bit_length(), out["sub_bits"])
+    id0 = out["id0"]
+    new0 = ((id0 - 1) >> k) + 1
+    ids = out["ids"]
+    ids += id0 - 1  # in place, int32: (rel + id0 - 1) >> k + 1 - new0
+    ids >>= k
+    ids -= new0 - 1
+    m = ((np.arange(out["NB"]) + id0 - 1) >> k) + 1 - new0
+    starts = np.flatnonzero(np.diff(m, prepend=-1))
+    for name in ("Hp", "Hq", "Hn"):
+        out[name] = np.add.reduceat(out[name], starts, axis=-1)
+    out.update(Hs=out["Hn"], NB=int(m[-1]) + 1, id0=new0, sub_bits=out["sub_bits"] - k)
+
+
+def _one_fused_row(p: Any) -> bool:
+    """One float64 numpy row and the fused kernels on (:mod:`mdsd_ot.fast._fused`)."""
+    return (
+        isinstance(p, np.ndarray) and p.shape[0] == 1 and p.dtype == np.float64 and _fused.enabled()
+    )
+
+
+def _one_ratio(p: np.ndarray, q: np.ndarray) -> bool:
+    """numpy: whether every row's ratios are all equal (rare: the key is formed again for it)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = sort_key(p, q)
+    return bool(np.all(np.max(key, axis=-1) == np.min(key, axis=-1)))
 
 
 def _phase1(
@@ -250,7 +318,7 @@ def _phase1(
     if shared["Hp"] is None:
         shared["Hp"] = hg.histogram(ids, p, NB)
     Hp = shared["Hp"]
-    Hs = law.histograms(ids, q, ctx, NB)
+    Hs = law.histograms(ids, q, ctx, NB, shared.get("Hq"))
     b0, b1 = 0, NB
     if numpy:  # keep only the occupied range of buckets (a few hundred of the 32,768)
         occ = np.flatnonzero(Hp[0] + Hs[0][0] if B == 1 else np.any((Hp != 0) | (Hs[0] != 0), 0))
@@ -290,7 +358,9 @@ def _phase1(
     UB = xp.min(f_b, axis=-1)
 
     id0 = shared["id0"]  # numpy, one row: the ids start at the smallest bucket
-    lo, hi = hg.bucket_edges(p, SUB_BITS, HALF_WINDOW, b0 + id0, b1 + id0)
+    lo, hi = hg.bucket_edges(
+        p, shared["sub_bits"], shared["half_window"], b0 + id0, b1 + id0, window=shared["window"]
+    )
     if exact is not None and b0 <= exact[0] < b1:
         lo, hi = lo.copy(), hi.copy()
         lo[exact[0] - b0] = hi[exact[0] - b0] = exact[1]
@@ -311,19 +381,34 @@ def _phase1(
         inner = P_b[:, :-1] + rlo * t - chord
     LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
     survive = LB < (UB - TOL)[:, None]
-    if numpy:
+    run = _one_run(survive) if numpy and B == 1 and Hn is not None and _fused.enabled() else None
+    if run is not None:  # fused: counted from the histogram, collected in phase 2 in one loop
+        mask = None
+        counts = np.sum(Hn[:, b0 + run[0] : b0 + run[1] + 1], axis=-1)
+        run = (b0 + run[0], b0 + run[1])
+    elif numpy:
         mask = hg.survivor_mask(survive, ids, b0, NB)
     else:
         mask = bk.take_rows(survive, ids)
-    counts = bk.count_true(mask)
+    if mask is not None:
+        counts = bk.count_true(mask)
     fallback = (counts > MAX_FRACTION * V) | ~xp.isfinite(err_b)
     return {
         "p": p, "q": q, "sp": sp, "sq": sq, "ids": ids, "mask": mask,
         "P_b": P_b, "L_b": L_b, "seg_b": seg_b, "qc_b": qc_b, "lam_b": lam_b, "cnt_b": cnt_b,
         "f_b": f_b, "UB": UB, "LB": LB, "survive": survive, "err_b": err_b, "counts": counts,
         "fallback": fallback,
-        "ctx": ctx, "b0": b0, "depth": depth,
+        "ctx": ctx, "b0": b0, "depth": depth, "run": run,
     }  # fmt: skip
+
+
+def _one_run(survive: np.ndarray) -> tuple[int, int] | None:
+    """First and last surviving bucket of one row when the survivors form one run, else None
+    (no survivor: an empty run)."""
+    sb = np.flatnonzero(survive[0])
+    if sb.size == 0:
+        return (0, -1)
+    return (int(sb[0]), int(sb[-1])) if sb[-1] - sb[0] == sb.size - 1 else None
 
 
 def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
@@ -347,7 +432,11 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
     from_s = xp.zeros(UB.shape, dtype=xp.bool, device=getattr(UB, "device", None))
     uses = law.uses
     if C > 0:
-        idx, valid = hg.compact(st["mask"], C)
+        if st["run"] is not None:  # fused, one row: the tokens of one run of buckets
+            idx = _fused.collect(ids[0], st["run"][0], st["run"][1], C)[None, :]
+            valid = np.ones(idx.shape, dtype=bool)
+        else:
+            idx, valid = hg.compact(st["mask"], C)
         full = isinstance(valid, np.ndarray) and B == 1  # numpy, one row: every slot is filled
         ps, qs = bk.take_rows(p, idx), bk.take_rows(q, idx)
         ks = sort_key(ps, qs)

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend as bk
+from . import _fused as _fz
 from . import _histograms as hg
 from ._dd import gamma
 from .prefix import sort_key
@@ -50,6 +51,8 @@ __all__ = ["CHAINS", "chain_for", "KAPPA_MAX"]
 
 #: Conditional Poisson rows whose Newton condition number exceeds this are sorted instead.
 KAPPA_MAX: float = 1e3
+
+_NONE = np.zeros(0, dtype=np.int64)  # no heavy token
 
 
 def _heavy_in_chain_order(idx: Any, p: Any, q: Any, ctx: dict[str, Any]) -> Any:
@@ -85,8 +88,24 @@ def _powers(u: Any, count: int) -> list[Any]:
     return out
 
 
-def _power_histograms(u: Any, count: int, ids: Any, nbins: int) -> list[Any]:
-    """Histograms of u, u^2, ..., u^count, the powers formed in one reused buffer."""
+def _fused(ids: Any, q: Any) -> bool:
+    """One float64 numpy row with the fused kernels on (:mod:`mdsd_ot.fast._fused`)."""
+    return (
+        isinstance(ids, np.ndarray)
+        and ids.shape[0] == 1
+        and q.dtype == np.float64
+        and _fz.enabled()
+    )
+
+
+def _power_histograms(u: Any, count: int, ids: Any, nbins: int, div: Any = None) -> list[Any]:
+    """Histograms of u, u^2, ..., u^count, the powers formed in one reused buffer (with ``div``,
+    the row is q and u = q / div: the fused kernel forms u itself; numpy divides in place)."""
+    if div is not None and _fused(ids, u):
+        h = _fz.power_histograms(ids[0], u[0], (float(div[0]), 1.0), _NONE, count, nbins)
+        return [x[None, :] for x in h]
+    if div is not None:
+        u /= div[:, None]
     out = [hg.histogram(ids, u, nbins)]
     if count > 1:
         buf = u * u
@@ -123,8 +142,12 @@ class Chain:
         """Per-token weights :math:`w_s` (heavy entries 0) of the raw q values given."""
         return [q]
 
-    def histograms(self, ids: Any, q: Any, ctx: dict[str, Any], nbins: int) -> list[Any]:
-        """Per-bucket sums of every statistic of the whole rows (B, V) -> list of (B, nbins)."""
+    def histograms(
+        self, ids: Any, q: Any, ctx: dict[str, Any], nbins: int, Hq: Any = None
+    ) -> list[Any]:
+        """Per-bucket sums of every statistic of the whole rows (B, V) -> list of (B, nbins).
+
+        ``Hq``: the histogram of q when the bucketing pass formed it already (or None)."""
         return [hg.histogram(ids, s, nbins) for s in self.stats(q, ctx)]
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):  # pragma: no cover - abstract
@@ -136,6 +159,9 @@ class With(Chain):
 
     kernel = "with"
     uses = frozenset({"qc"})
+
+    def histograms(self, ids, q, ctx, nbins, Hq=None):
+        return [Hq] if Hq is not None else [hg.histogram(ids, q, nbins)]
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         return qc**self.n, 0.0
@@ -164,6 +190,14 @@ class Without2(Chain):
         if isinstance(w, np.ndarray):
             return [qz, np.divide(qz, w, out=w)]  # q/(1-q) in normalised units, in place
         return [qz, qz / w]
+
+    def histograms(self, ids, q, ctx, nbins, Hq=None):
+        if _fused(ids, q):  # q off the heavy token, and q / (sum q - q), in one loop
+            h = _fz.power_histograms(
+                ids[0], q[0], (1.0, 1.0), ctx["heavy"][0], 2, nbins, odds=float(ctx["sq"][0])
+            )
+            return [x[None, :] for x in h]
+        return super().histograms(ids, q, ctx, nbins)
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         c = L[0] * ctx["scale"][:, None]  # q(H minus a)
@@ -210,7 +244,12 @@ class ConditionalPoisson(Chain):
     def stats(self, q, ctx, heavy_flags=None):
         return _powers(self._u(q, ctx, heavy_flags), self.n)
 
-    def histograms(self, ids, q, ctx, nbins):
+    def histograms(self, ids, q, ctx, nbins, Hq=None):
+        if _fused(ids, q):  # u = q / tau off the heavy tokens, and its powers, in one loop
+            h = _fz.power_histograms(
+                ids[0], q[0], (float(ctx["tau"][0]), 1.0), ctx["heavy"][0], self.n, nbins
+            )
+            return [x[None, :] for x in h]
         return _power_histograms(self._u(q, ctx, None), self.n, ids, nbins)
 
     def _light(self, L, t, xp, absolute: bool = False):
@@ -290,10 +329,9 @@ class WithoutSeries(Chain):
         u = xp.where(heavy_flags, xp.zeros_like(qn), qn) / ctx["tau"][:, None]
         return _powers(u, ctx["K"])
 
-    def histograms(self, ids, q, ctx, nbins):
-        u = ctx.pop("qlight")  # the normalised row with the heavy masses zeroed: scaled in place
-        u /= ctx["tau"][:, None]
-        return _power_histograms(u, ctx["K"], ids, nbins)
+    def histograms(self, ids, q, ctx, nbins, Hq=None):
+        # the normalised row with the heavy masses zeroed, divided by tau (in place on numpy)
+        return _power_histograms(ctx.pop("qlight"), ctx["K"], ids, nbins, div=ctx["tau"])
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         xp = bk.namespace(L[0])
