@@ -67,7 +67,13 @@ def _kernels() -> dict[str, Any] | None:
         import numba
     except ImportError:
         return None
-    jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+    def jit(f):
+        opts = dict(nogil=True, error_model="numpy", boundscheck=False)
+        try:  # cached on disk next to the module, or in numba's user-wide cache directory
+            return numba.njit(cache=True, **opts)(f)
+        except RuntimeError:  # nowhere writable to cache: compile in memory on first use
+            return numba.njit(cache=False, **opts)(f)
 
     S = 1024  # block of the vectorised loops: a small scratch, no V-size temporary
 
@@ -130,7 +136,10 @@ def _kernels() -> dict[str, Any] | None:
         for s in range(0, V, S):
             m = min(S, V - s)
             qs, bs = q[s : s + m], ids[s : s + m]
-            if d2 == 1.0:
+            if d1 == 1.0 and d2 == 1.0:  # q itself (x / 1 = x)
+                for i in range(m):
+                    u[i] = qs[i]
+            elif d2 == 1.0:
                 for i in range(m):
                     u[i] = qs[i] / d1
             else:

@@ -148,3 +148,29 @@ def test_switch(monkeypatch):
         "window" in bucket._shared(p[None], q[None])
         and not bucket._shared(p[None], q[None])["window"]
     )
+
+
+def test_kernels_compile_without_a_writable_cache(monkeypatch):
+    """numba refuses ``cache=True`` where no cache directory is writable (RuntimeError at
+    decoration): the kernels are then compiled in memory, with the same results."""
+    import numba
+
+    real = numba.njit
+    refused = []
+
+    def njit(*args, cache=False, **kwargs):
+        if cache:
+            refused.append(1)
+            raise RuntimeError("cannot cache function: no locator available")
+        return real(*args, **kwargs)
+
+    p, q = synthetic_pair(3000, 1.0, 2)
+    want = _fused.bucket_front(p, q, 8, 64)
+    monkeypatch.setattr(numba, "njit", njit)
+    _fused._kernels.cache_clear()
+    try:
+        got = _fused.bucket_front(p, q, 8, 64)
+    finally:
+        monkeypatch.undo()
+        _fused._kernels.cache_clear()
+    assert refused and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
