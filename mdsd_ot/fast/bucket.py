@@ -225,7 +225,11 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     per bucket among every ``stride``-th column (``Hs``, for the dense-bucket test), or
     ``one_ratio`` when every ratio is the same; p's histogram (``Hp``) and the exact tokens per
     bucket (``Hn``), formed on first use by :func:`_phase1`; ``id0``: numpy, one row, the ids
-    count from the smallest occupied bucket (its absolute id, for the bucket edges)."""
+    count from the smallest occupied bucket (its absolute id, for the bucket edges); the bucket
+    layout (``sub_bits``, ``half_window``, ``window``).  One float64 numpy row with numba takes
+    the fused route (:mod:`mdsd_ot.fast._fused`: finer buckets on the window, ``Hp``, ``Hq``
+    and ``Hn`` from the same pass), unless its ratios spread beyond the window or crowd into one
+    bucket."""
     if _one_fused_row(p):  # numba: key, buckets and the histograms of p, q, counts in two loops
         front = _fused.bucket_front(
             p[0], q[0], FUSED_SUB_BITS, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE
