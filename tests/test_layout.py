@@ -17,7 +17,7 @@ TESTS = Path(__file__).parent
 THIRD_PARTY = {
     "numpy", "scipy", "networkx", "highspy", "cvxpy", "ot", "typer", "rich", "array_api_compat",
     "torch", "safetensors", "transformers", "tokenizers", "dask", "distributed", "matplotlib",
-    "nbformat", "nbclient", "nbmake", "hypothesis", "pytest", "flint", "sphinx",
+    "nbformat", "nbclient", "nbmake", "hypothesis", "pytest", "flint", "sphinx", "numba", "xdist",
 }  # fmt: skip
 
 
