@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["enabled", "disabled", "bucket_front", "power_histograms", "collect"]
+__all__ = ["enabled", "disabled", "one_row", "bucket_front", "power_histograms", "collect"]
 
 _OFF = {"force": False}
 
@@ -47,6 +47,24 @@ def enabled() -> bool:
     if _OFF["force"] or os.environ.get("MDSD_OT_JIT", "1") == "0":
         return False
     return _kernels() is not None
+
+
+def one_row(x: Any) -> bool:
+    """Whether ``x`` is one float64 numpy row, shape (1, V), and the kernels are on: the rows
+    the bucket path gives to this module.
+
+    Examples
+    --------
+    >>> one_row(np.zeros((2, 3))), one_row(np.zeros((1, 3), dtype=np.float32))
+    (False, False)
+    """
+    return (
+        isinstance(x, np.ndarray)
+        and x.ndim == 2
+        and x.shape[0] == 1
+        and x.dtype == np.float64
+        and enabled()
+    )
 
 
 @contextlib.contextmanager

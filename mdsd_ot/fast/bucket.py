@@ -230,7 +230,7 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     the fused route (:mod:`mdsd_ot.fast._fused`: finer buckets on the window, ``Hp``, ``Hq``
     and ``Hn`` from the same pass), unless its ratios spread beyond the window or crowd into one
     bucket."""
-    if _one_fused_row(p):  # numba: key, buckets and the histograms of p, q, counts in two loops
+    if _fused.one_row(p):  # numba: key, buckets and the histograms of p, q, counts in two loops
         front = _fused.bucket_front(
             p[0], q[0], FUSED_SUB_BITS, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE
         )
@@ -299,13 +299,6 @@ def _coarsen(out: dict[str, Any], factor: int) -> None:
             acc += view[..., i]
         out[name] = acc
     out.update(Hs=out["Hn"], NB=groups, id0=new0, sub_bits=out["sub_bits"] - k)
-
-
-def _one_fused_row(p: Any) -> bool:
-    """One float64 numpy row and the fused kernels on (:mod:`mdsd_ot.fast._fused`)."""
-    return (
-        isinstance(p, np.ndarray) and p.shape[0] == 1 and p.dtype == np.float64 and _fused.enabled()
-    )
 
 
 def _one_ratio(p: np.ndarray, q: np.ndarray) -> bool:
@@ -393,7 +386,7 @@ def _phase1(
         inner = P_b[:, :-1] + rlo * t - chord
     LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
     survive = LB < (UB - TOL)[:, None]
-    run = _one_run(survive) if numpy and B == 1 and Hn is not None and _fused.enabled() else None
+    run = _one_run(survive) if Hn is not None and _fused.one_row(p) else None
     if run is not None:  # fused: counted from the histogram, collected in phase 2 in one loop
         mask = None
         counts = np.sum(Hn[:, b0 + run[0] : b0 + run[1] + 1], axis=-1)

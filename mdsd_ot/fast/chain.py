@@ -88,22 +88,18 @@ def _powers(u: Any, count: int) -> list[Any]:
     return out
 
 
-def _fused(ids: Any, q: Any) -> bool:
-    """One float64 numpy row with the fused kernels on (:mod:`mdsd_ot.fast._fused`)."""
-    return (
-        isinstance(ids, np.ndarray)
-        and ids.shape[0] == 1
-        and q.dtype == np.float64
-        and _fz.enabled()
-    )
+def _fused_powers(ids, q, divisors, heavy, K, nbins, odds=None) -> list[Any]:
+    """:func:`mdsd_ot.fast._fused.power_histograms` on the one row of (1, V) arrays: a list of
+    (1, nbins) histograms (the caller checked :func:`mdsd_ot.fast._fused.one_row`)."""
+    h = _fz.power_histograms(ids[0], q[0], divisors, np.reshape(heavy, -1), K, nbins, odds)
+    return [x[None, :] for x in h]
 
 
 def _power_histograms(u: Any, count: int, ids: Any, nbins: int, div: Any = None) -> list[Any]:
     """Histograms of u, u^2, ..., u^count, the powers formed in one reused buffer (with ``div``,
     the row is q and u = q / div: the fused kernel forms u itself; numpy divides in place)."""
-    if div is not None and _fused(ids, u):
-        h = _fz.power_histograms(ids[0], u[0], (float(div[0]), 1.0), _NONE, count, nbins)
-        return [x[None, :] for x in h]
+    if div is not None and _fz.one_row(u):
+        return _fused_powers(ids, u, (float(div[0]), 1.0), _NONE, count, nbins)
     if div is not None:
         u /= div[:, None]
     out = [hg.histogram(ids, u, nbins)]
@@ -192,11 +188,8 @@ class Without2(Chain):
         return [qz, qz / w]
 
     def histograms(self, ids, q, ctx, nbins, Hq=None):
-        if _fused(ids, q):  # q off the heavy token, and q / (sum q - q), in one loop
-            h = _fz.power_histograms(
-                ids[0], q[0], (1.0, 1.0), ctx["heavy"][0], 2, nbins, odds=float(ctx["sq"][0])
-            )
-            return [x[None, :] for x in h]
+        if _fz.one_row(q):  # q off the heavy token, and q / (sum q - q), in one loop
+            return _fused_powers(ids, q, (1.0, 1.0), ctx["heavy"], 2, nbins, float(ctx["sq"][0]))
         return super().histograms(ids, q, ctx, nbins)
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
@@ -245,11 +238,9 @@ class ConditionalPoisson(Chain):
         return _powers(self._u(q, ctx, heavy_flags), self.n)
 
     def histograms(self, ids, q, ctx, nbins, Hq=None):
-        if _fused(ids, q):  # u = q / tau off the heavy tokens, and its powers, in one loop
-            h = _fz.power_histograms(
-                ids[0], q[0], (float(ctx["tau"][0]), 1.0), ctx["heavy"][0], self.n, nbins
-            )
-            return [x[None, :] for x in h]
+        if _fz.one_row(q):  # u = q / tau off the heavy tokens, and its powers, in one loop
+            tau = (float(ctx["tau"][0]), 1.0)
+            return _fused_powers(ids, q, tau, ctx["heavy"], self.n, nbins)
         return _power_histograms(self._u(q, ctx, None), self.n, ids, nbins)
 
     def _light(self, L, t, xp, absolute: bool = False):
