@@ -258,13 +258,24 @@ def prob_rows(x: Any, name: str = "p", *, tol: float | None = None):
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 1e308 + 1e308: bad rows
         sums = np.add.reduce(X, axis=-1)
     low = np.minimum.reduce(X, axis=-1)
-    good = np.isfinite(sums) & (low >= -NEG_TOL) & (np.abs(sums - 1.0) <= tol)
+    good = sum_ok(sums, tol) & (low >= -NEG_TOL)
     if not good.all():
         raise_first_bad_row(X, ~good, name, tol, batched=not single)
     if (low < 0).any():  # rounding noise in [-NEG_TOL, 0): clipped (a copy, rare)
         X = np.clip(X, 0.0, None)
         sums = np.add.reduce(X, axis=-1)
     return X, sums, single
+
+
+def sum_ok(sums: Any, tol: float = SUM_TOL) -> Any:
+    """Whether row sums pass :func:`prob_rows`: finite and within ``tol`` of 1 (elementwise).
+
+    Examples
+    --------
+    >>> sum_ok(np.array([1.0, 1.1, np.nan])).tolist()
+    [True, False, False]
+    """
+    return np.isfinite(sums) & (np.abs(sums - 1.0) <= tol)
 
 
 def normalise(X: Any, sums: Any) -> Any:

@@ -33,9 +33,10 @@ from .. import drafts as D
 from ..drafts import DraftLaw
 from ..methods import register
 from . import _backend as bk
-from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n
+from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n, fused_rows_ok
+from .bucket import validated_front
 from .prefix import error_bound
-from .solver import solve_rows, solve_rows_laws
+from .solver import solve_rows, solve_rows_laws, uses_buckets
 
 __all__ = ["alpha_star", "alpha_star_laws", "solve_rows", "error_bound", "SCHEMES"]
 
@@ -82,14 +83,36 @@ def _is_device_array(x: Any) -> bool:
     return bk.is_array(x) and not isinstance(x, np.ndarray)
 
 
-def _validated(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, Any, bool]:
-    """Validated (B, V) rows on their own device, their sums, whether the input was one row."""
+def _validated(
+    p: Any, q: Any, n: int, kernel: str, buckets: bool = False
+) -> tuple[Any, Any, Any, bool, Any]:
+    """Validated (B, V) rows on their own device, their sums, whether the input was one row,
+    and (``buckets``: the caller takes the bucket path) the bucketing pass that validated them,
+    or None.
+
+    One float64 numpy row with the compiled kernels is read once for both: the fused bucketing
+    pass yields the figures the validator needs (:func:`mdsd_ot.fast.bucket.validated_front`);
+    a row they do not clear is validated the usual way (the same messages, the same clipping).
+    """
     if _is_device_array(p) or _is_device_array(q):
         p, q = _same_library(p, q)
         P, Q, sums = check_array(p, q, n, kernel)
-        return P, Q, sums, p.ndim == 1
+        return P, Q, sums, p.ndim == 1, None
+    front = validated_front(p, q) if buckets else None
+    if front is not None and fused_rows_ok(front[1], n, kernel):
+        P, Q = (p[None, :], q[None, :]) if p.ndim == 1 else (p, q)
+        sums = (np.array([front[1][0]]), np.array([front[1][1]]))
+        return P, Q, sums, p.ndim == 1, front[0]
     P, Q, sums = check_numpy(p, q, n, kernel)
-    return P, Q, sums, np.ndim(p) == 1
+    return P, Q, sums, np.ndim(p) == 1, None
+
+
+def _takes_buckets(p: Any, kernel: str, n: int, path: str) -> bool:
+    """Whether a numpy input of this shape goes the bucket path (before validation)."""
+    shape = getattr(p, "shape", None)
+    if not isinstance(p, np.ndarray) or shape is None or len(shape) not in (1, 2) or n < 2:
+        return False
+    return uses_buckets(kernel, shape[-1], path) and (len(shape) == 1 or shape[0] == 1)
 
 
 def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
@@ -167,8 +190,10 @@ def alpha_star(
     0.585714285714
     """
     kernel, n, q = _route(q, n, scheme)
-    P, Q, sums, single_row = _validated(p, q, n, kernel)
-    alpha, H, _ = solve_rows(P, Q, n, kernel, return_set, sums=sums, path=path)
+    P, Q, sums, single_row, shared = _validated(
+        p, q, n, kernel, _takes_buckets(p, kernel, n, path)
+    )
+    alpha, H, _ = solve_rows(P, Q, n, kernel, return_set, sums=sums, path=path, shared=shared)
     if single_row:
         alpha = float(alpha[0]) if isinstance(alpha, np.ndarray) else alpha[0]
         H = None if H is None else H[0]
@@ -210,8 +235,9 @@ def alpha_star_laws(
     routes = [check_scheme_n(s, n) for s, n in laws]
     distinct = [(n, k) for k, n in routes if k in DISTINCT and n > 1]
     need, strict = max(distinct) if distinct else (1, "with")  # the strictest support check
-    P, Q, sums, single_row = _validated(p, q, need, strict)
-    alphas = solve_rows_laws(P, Q, routes, sums=sums, path=path)
+    buckets = any(_takes_buckets(p, k, n, path) for k, n in routes)
+    P, Q, sums, single_row, shared = _validated(p, q, need, strict, buckets)
+    alphas = solve_rows_laws(P, Q, routes, sums=sums, path=path, shared=shared)
     out = {}
     for (s, n), a in zip(laws, alphas, strict=True):
         out[(s, n)] = (float(a[0]) if isinstance(a, np.ndarray) else a[0]) if single_row else a

@@ -92,3 +92,24 @@ def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[An
             V_.raise_first_bad_row(Q, ~okq, "q", tol, batched)
         _support_error(bk.clip(Q, 0.0, None), n, kernel, batched)
     return bk.clip(P, 0.0, None), bk.clip(Q, 0.0, None), (sp, sq)
+
+
+def fused_rows_ok(stats: tuple, n: int, kernel: str) -> bool:
+    """Whether one row pair passes :func:`check_numpy` from the figures of the fused bucketing
+    pass (:func:`mdsd_ot.fast.bucket.validated_front`): both sums finite and within
+    :data:`mdsd_ot._validate.SUM_TOL` of 1, no entry with its sign bit set (negatives, even the
+    clipped rounding noise, and -0.0 go the usual way), and q positive on at least n tokens for
+    the distinct-token laws.  False only means "validate the usual way", which raises the
+    message or clips the noise.
+
+    Examples
+    --------
+    >>> fused_rows_ok((1.0, 1.0 - 1e-12, False, False, 3), 2, "without")
+    True
+    >>> fused_rows_ok((1.0, 1.0, False, True, 3), 2, "without")  # a negative entry in q
+    False
+    """
+    sp, sq, neg_p, neg_q, npos = stats
+    if neg_p or neg_q or not (V_.sum_ok(sp) and V_.sum_ok(sq)):
+        return False
+    return not (kernel in DISTINCT and n > 1 and npos < n)

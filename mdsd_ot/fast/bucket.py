@@ -63,6 +63,7 @@ __all__ = [
     "solve_bucketed",
     "shared_buckets",
     "supports",
+    "validated_front",
 ]
 
 #: Mantissa bits per bucket: 2**SUB_BITS buckets per octave of p/q.
@@ -231,21 +232,53 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     and ``Hn`` from the same pass), unless its ratios spread beyond the window or crowd into one
     bucket."""
     if _fused.one_row(p):  # numba: key, buckets and the histograms of p, q, counts in two loops
-        front = _fused.bucket_front(
-            p[0], q[0], FUSED_SUB_BITS, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE
-        )
-        if front is None:  # ratios beyond the window, or one dense bucket: numpy's route
-            return _shared_numpy(p, q)
-        ids, id0, Hp, Hq, Hn = front
-        out = {"ids": ids[None, :], "NB": Hp.size, "Hp": Hp[None, :], "Hq": Hq[None, :]}
-        out.update(Hn=Hn[None, :], Hs=Hn[None, :], stride=1, id0=id0, one_ratio=False)
-        out.update(sub_bits=FUSED_SUB_BITS, half_window=FUSED_HALF_WINDOW, window=True)
-        if Hp.size > FUSED_MAX_BUCKETS:  # ratios spread wide: coarser buckets, a bounded phase 1
-            _coarsen(out, (Hp.size - 1) // FUSED_MAX_BUCKETS)
-        if Hp.size == 1:  # one bucket: are all ratios equal?
-            out["one_ratio"] = _one_ratio(p, q)
-        return out
+        out, _ = _shared_fused(p, q)
+        if out is not None:
+            return out
     return _shared_numpy(p, q)
+
+
+def _shared_fused(p: np.ndarray, q: np.ndarray) -> tuple[dict[str, Any] | None, Any]:
+    """The fused route's :func:`_shared` of one float64 (1, V) row and the validation figures
+    of the same pass (:func:`mdsd_ot.fast._fused.bucket_front`), or ``(None, None)`` when the
+    row's ratios spread beyond the window or crowd into one bucket (numpy's route)."""
+    front = _fused.bucket_front(
+        p[0], q[0], FUSED_SUB_BITS, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE, with_stats=True
+    )
+    if front is None:
+        return None, None
+    ids, id0, Hp, Hq, Hn, stats = front
+    out = {"ids": ids[None, :], "NB": Hp.size, "Hp": Hp[None, :], "Hq": Hq[None, :]}
+    out.update(Hn=Hn[None, :], Hs=Hn[None, :], stride=1, id0=id0, one_ratio=False)
+    out.update(sub_bits=FUSED_SUB_BITS, half_window=FUSED_HALF_WINDOW, window=True)
+    if Hp.size > FUSED_MAX_BUCKETS:  # ratios spread wide: coarser buckets, a bounded phase 1
+        _coarsen(out, (Hp.size - 1) // FUSED_MAX_BUCKETS)
+    if Hp.size == 1:  # one bucket: are all ratios equal?
+        out["one_ratio"] = _one_ratio(p, q)
+    return out, stats
+
+
+def validated_front(p: Any, q: Any) -> tuple[dict[str, Any], tuple] | None:
+    r"""The fused route's first pass on raw input rows, before validation: ``(shared, stats)``.
+
+    For one float64 C-contiguous numpy row (shape (V,) or (1, V)) with the compiled kernels on,
+    the bucketing pass also yields what :func:`mdsd_ot._validate.prob_rows` reads (the row
+    sums, whether an entry has its sign bit set, the positive entries of q:
+    :func:`mdsd_ot.fast._fused.bucket_front`), so the input is read once for both.  The caller
+    accepts the rows from ``stats`` (:func:`mdsd_ot.fast._check.fused_rows_ok`) or, on any
+    doubt, validates them the usual way.  None when the row does not qualify or the pass leaves
+    it to numpy's route.
+    """
+    if not (isinstance(p, np.ndarray) and isinstance(q, np.ndarray) and p.shape == q.shape):
+        return None
+    if p.ndim == 1:
+        p, q = p[None, :], q[None, :]
+    if not (p.flags.c_contiguous and q.flags.c_contiguous and q.dtype == np.float64):
+        return None
+    if not _fused.one_row(p):
+        return None
+    shared, stats = _shared_fused(p, q)
+    return None if shared is None else (shared, stats)
 
 
 def _shared_numpy(p: Any, q: Any) -> dict[str, Any]:

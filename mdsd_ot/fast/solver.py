@@ -64,6 +64,7 @@ def solve_rows(
     *,
     sums: tuple[Any, Any] | None = None,
     path: str = "auto",
+    shared: Any = None,
 ):
     r"""The solver core on validated (B, V) rows (numpy or torch): ``(alpha, H, extra_err)``.
 
@@ -76,6 +77,8 @@ def solve_rows(
     :func:`mdsd_ot.fast.scan.solve_sorted`).  ``extra_err`` is the error bound of the Q
     evaluation beyond the rounding bound :func:`mdsd_ot.fast.prefix.error_bound` (the certified
     series for ``without`` with n >= 3, the bucket path's pruning slack and Newton bound).
+    ``shared``: the bucketing pass of these rows when the validation formed it already
+    (:func:`mdsd_ot.fast.bucket.validated_front`); used by the bucket path, ignored otherwise.
 
     Examples
     --------
@@ -114,7 +117,7 @@ def solve_rows(
         H = np.concatenate([h for _, h, _ in parts]) if return_set else None
         err = np.concatenate([np.broadcast_to(np.asarray(e, float), a.shape) for a, _, e in parts])
         return alpha, H, err
-    return _solve_block(p, q, n, kernel, return_set, sums, path)
+    return _solve_block(p, q, n, kernel, return_set, sums, path, shared)
 
 
 def uses_buckets(kernel: str, V: int, path: str = "auto") -> bool:
@@ -129,13 +132,13 @@ def normalised(p: Any, q: Any, sums: tuple[Any, Any]) -> tuple[Any, Any]:
     return V_.normalise(p, sums[0]), V_.normalise(q, sums[1])
 
 
-def _solve_block(p, q, n, kernel, return_set, sums, path):
+def _solve_block(p, q, n, kernel, return_set, sums, path, shared=None):
     closed = CLOSED_FORMS.get("single" if n == 1 else kernel)
     if closed is not None:
         alpha, H = closed(*normalised(p, q, sums), n, return_set)
         return alpha, H, 0.0
     if uses_buckets(kernel, p.shape[-1], path):
-        return solve_bucketed(p, q, sums[0], sums[1], n, kernel, return_set)
+        return solve_bucketed(p, q, sums[0], sums[1], n, kernel, return_set, shared)
     return solve_sorted(*normalised(p, q, sums), n, kernel, return_set)
 
 
@@ -146,13 +149,15 @@ def solve_rows_laws(
     *,
     sums: tuple[Any, Any] | None = None,
     path: str = "auto",
+    shared: Any = None,
 ) -> list[Any]:
     r"""α* of several laws over the same validated (B, V) rows, with the work shared.
 
     ``routes`` lists ``(kernel, n)`` pairs.  The prefix order by p/q is the same for every
     q-convex law (T7), so the laws share one bucketing pass (the bucket of every token and the
     histogram of p; :mod:`mdsd_ot.fast.bucket`), or on the sorting path one sort and one
-    cumulative sum of p; the closed forms need neither.  Returns one (B,) array of α* per
+    cumulative sum of p; the closed forms need neither (``shared``: that bucketing pass when
+    the validation formed it, as in :func:`solve_rows`).  Returns one (B,) array of α* per
     route, in order.
 
     Examples
@@ -175,7 +180,7 @@ def solve_rows_laws(
             pending.append(i)
     bucketed = [i for i in pending if uses_buckets(routes[i][0], V, path)]
     if bucketed:
-        shared = shared_buckets(p, q)
+        shared = shared if shared is not None else shared_buckets(p, q)
         for i in bucketed:
             kernel, n = routes[i]
             out[i] = solve_bucketed(p, q, sums[0], sums[1], n, kernel, False, shared)[0]

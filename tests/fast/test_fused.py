@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdsd_ot import fast
 from mdsd_ot.fast import _fused, bucket, solver
 from mdsd_ot.synthetic import synthetic_pair
 
@@ -174,3 +175,131 @@ def test_kernels_compile_without_a_writable_cache(monkeypatch):
         monkeypatch.undo()
         _fused._kernels.cache_clear()
     assert refused and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("k", [1, 3, 9, 33, 65, 200])
+def test_top_k_equals_lexsort_order(k):
+    """The compiled top-k equals (value descending, index ascending) on rows with many ties,
+    ascending and descending rows (every entry enters the buffer) and a Zipf-like row."""
+    rng = np.random.default_rng(k)
+    rows = [
+        rng.integers(0, 4, 5000).astype(float),
+        np.arange(5000.0),
+        np.arange(5000.0)[::-1].copy(),
+        synthetic_pair(5000, 0.7, k)[1],
+        np.zeros(5000),
+    ]
+    for row in rows:
+        vals, idx = _fused.top_k(row, k)
+        want = np.lexsort((np.arange(row.size), -row))[:k]
+        assert np.array_equal(idx, want) and np.array_equal(vals, row[want])
+    assert _fused.top_k(rows[0][:5], 9)[1].size == 5  # fewer entries than k: all of them
+
+
+def test_topk_backend_uses_the_compiled_pass_with_the_same_result():
+    """``_backend.topk`` of one float64 row gives the same values and indices with and
+    without the kernels (k > 8: the partition route)."""
+    from mdsd_ot.fast import _backend as bk
+
+    q = synthetic_pair(20_000, 1.0, 3)[1][None, :]
+    q[0, 100:140] = q[0, 7]  # ties at a heavy value
+    got = bk.topk(q, 65)
+    with _fused.disabled():
+        want = bk.topk(q, 65)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_sum_dd_within_its_bound_in_exact_arithmetic():
+    """|sum(x) - (hi + lo)| <= eta, checked in Fractions: Dirichlet rows, masses over 1,000
+    octaves, lengths around the lane count; and eta is below 1e-22 relative at V = 152,064."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    rows = [rng.dirichlet(np.full(V, 0.3)) for V in (1, 7, 8, 9, 1001)]
+    rows += [np.exp2(rng.uniform(-1000, 0, 3000)), np.full(17, 0.1)]
+    for x in rows:
+        hi, lo, eta = _fused.sum_dd(x[None, :])
+        exact = sum((Fraction(v) for v in x), Fraction(0))
+        assert abs(Fraction(hi[0]) + Fraction(lo[0]) - exact) <= Fraction(eta[0])
+    q = synthetic_pair(152_064, 0.7, 0)[1]
+    hi, lo, eta = _fused.sum_dd(q[None, :])
+    assert eta[0] <= 1e-22 * hi[0]
+
+
+def _bad_rows(V: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Rows of length V that the validator refuses, each with one fault."""
+    rng = np.random.default_rng(21)
+    p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+    out = {}
+    for name, fault in {
+        "nan in p": ("p", 17, np.nan),
+        "inf in q": ("q", 4000, np.inf),
+        "negative p": ("p", 3, -1e-3),
+        "noise below the tolerance in q": ("q", 9, -1e-12),
+    }.items():
+        x = {"p": p.copy(), "q": q.copy()}
+        x[fault[0]][fault[1]] = fault[2]
+        out[name] = (x["p"], x["q"])
+    out["p sums to 1.1"] = (p * 1.1, q)
+    one = np.zeros(V)
+    one[5] = 1.0
+    out["q on one token"] = (p, one)
+    return out
+
+
+@pytest.mark.parametrize("scheme", ["with", "without", "conditional-poisson"])
+def test_fused_validation_refuses_with_the_validators_messages(scheme):
+    """At V = 5,000 (the bucket path) the one-pass validation refuses every bad row with the
+    message of the usual validator (run with the kernels off), naming the argument and row."""
+    for name, (p, q) in _bad_rows(5000).items():
+        if name == "q on one token" and scheme == "with":
+            continue  # i.i.d. drafts may repeat one token
+        with pytest.raises(ValueError) as fused:
+            fast.alpha_star(p, q, n=2, scheme=scheme)
+        with _fused.disabled(), pytest.raises(ValueError) as plain:
+            fast.alpha_star(p, q, n=2, scheme=scheme)
+        assert str(fused.value) == str(plain.value), name
+
+
+def test_fused_validation_accepts_what_the_validator_accepts():
+    """Rounding noise in [-NEG_TOL, 0), -0.0 entries and sums off by 1e-10 are accepted (the
+    noise clipped) with the α* of the usual route; a good row never reaches ``check_numpy``."""
+    p, q = synthetic_pair(6000, 1.0, 4)
+    noisy, negzero = p.copy(), q.copy()
+    noisy[np.argmax(p)] += p[10:15].sum()  # the same total, five entries of noise
+    noisy[10:15] = -1e-16
+    negzero[np.argmax(q)] += q[20:70].sum()
+    negzero[20:70] = -0.0
+    assert abs(noisy.sum() - 1) < 1e-9 and abs(negzero.sum() - 1) < 1e-9
+    for P, Q in ((noisy, q), (p, negzero), (p * (1 + 1e-10), q)):
+        for scheme in ("with", "without", "conditional-poisson"):
+            a = fast.alpha_star(P, Q, n=3, scheme=scheme)
+            with _fused.disabled():
+                b = fast.alpha_star(P, Q, n=3, scheme=scheme)
+            assert abs(a - b) <= 1e-12, scheme
+
+
+def test_good_row_is_validated_by_the_bucketing_pass(monkeypatch):
+    """One good float64 row on the bucket path is read once: the usual validator is not
+    called, and α* and H* equal those of the usual route."""
+    from mdsd_ot.fast import _check
+
+    p, q = synthetic_pair(20_000, 0.7, 5)
+    with _fused.disabled():
+        want = {s: fast.alpha_star(p, q, n=2, scheme=s, return_set=True) for s in _SCHEMES}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("check_numpy called on a row the bucketing pass validated")
+
+    import mdsd_ot.fast as fast_pkg
+
+    monkeypatch.setattr(fast_pkg, "check_numpy", refuse)
+    assert _check.check_numpy is not refuse
+    for s in _SCHEMES:
+        a, H = fast.alpha_star(p, q, n=2, scheme=s, return_set=True)
+        assert abs(a - want[s][0]) <= 1e-12 and np.array_equal(H, want[s][1]), s
+    laws = fast.alpha_star_laws(p, q, [(s, 2) for s in _SCHEMES])
+    assert all(abs(laws[(s, 2)] - want[s][0]) <= 1e-12 for s in _SCHEMES)
+
+
+_SCHEMES = ("with", "without", "conditional-poisson")
