@@ -190,9 +190,7 @@ def alpha_star(
     0.585714285714
     """
     kernel, n, q = _route(q, n, scheme)
-    P, Q, sums, single_row, shared = _validated(
-        p, q, n, kernel, _takes_buckets(p, kernel, n, path)
-    )
+    P, Q, sums, single_row, shared = _validated(p, q, n, kernel, _takes_buckets(p, kernel, n, path))
     alpha, H, _ = solve_rows(P, Q, n, kernel, return_set, sums=sums, path=path, shared=shared)
     if single_row:
         alpha = float(alpha[0]) if isinstance(alpha, np.ndarray) else alpha[0]

@@ -78,12 +78,14 @@ def accurate_sum(x: Any, xp: Any, extended: bool = False) -> tuple[Any, Any, Any
     r"""Row sums of a non-negative (B, N) array as ``hi + lo`` (double-double), with a bound.
 
     A pairwise tree of error-free TwoSum steps; the rounding errors are summed separately.
-    With ``extended=True``, a float64 numpy array with the compiled kernels of
-    :mod:`mdsd_ot.fast._fused` (extra ``[jit]``) is summed by :func:`mdsd_ot.fast._fused.sum_dd`
-    (eight lanes of TwoSum, about :math:`(N u / 8)^2` relative); without them, numpy on a
-    platform with an extended ``longdouble`` (x86: 64-bit mantissa) sums in it instead, about 8x faster, for callers that need the total to about
-    1e-17 relative only (not to double-double precision): ``hi + lo`` is then that sum exactly, and ``eta`` bounds the
-    pairwise summation's error, :math:`(\log_2 N + 130)\,\varepsilon_{ld} \sum x`.
+    With ``extended=True``, for callers that need the total to about 1e-17 relative only (not
+    to double-double precision): a float64 numpy array with the compiled kernels of
+    :mod:`mdsd_ot.fast._fused` (extra ``[jit]``) is summed by
+    :func:`mdsd_ot.fast._fused.sum_dd` (eight lanes of TwoSum, about :math:`(N u / 8)^2`
+    relative); without them, numpy on a platform with an extended ``longdouble`` (x86: 64-bit
+    mantissa) sums in it instead, about 8x faster than the tree: ``hi + lo`` is then that sum
+    exactly, and ``eta`` bounds the pairwise summation's error,
+    :math:`(\log_2 N + 130)\,\varepsilon_{ld} \sum x`.
     Returns (B,) arrays ``(hi, lo, eta)`` with ``|sum(x) - (hi + lo)| <= eta``.
 
     Examples

@@ -361,7 +361,14 @@ def bucket_front(
         return None
     if with_stats:  # the row sums from the histograms (every token is in one bucket)
         signs = (bool(stats[0] < 0), bool(stats[1] < 0))
-        return ids, int(lo), hp, hq, hn, (float(np.sum(hp)), float(np.sum(hq)), *signs, int(stats[2]))
+        return (
+            ids,
+            int(lo),
+            hp,
+            hq,
+            hn,
+            (float(np.sum(hp)), float(np.sum(hq)), *signs, int(stats[2])),
+        )
     return ids, int(lo), hp, hq, hn
 
 
@@ -444,12 +451,11 @@ def sum_dd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Eight lanes of error-free TwoSum steps (Ogita, Rump and Oishi's Sum2), joined by TwoSum:
     the sum equals ``hi`` plus the exact sum of the rounding errors e, and ``lo`` is that sum
-    rounded, with at most :math:`D = \lceil N/8 
-ceil + 16` roundings on any path.  Each error
+    rounded, with at most :math:`D = \lceil N/8 \rceil + 16` roundings on any path.  Each error
     is at most u times the partial sum it came from, and no lane adds more than N/8 partial
     sums, so :math:`\sum |e| \le u (N/8 + 8) \sum x` and
 
-    .. math:: |	extstyle\sum x - (hi + lo)| \le \eta
+    .. math:: |\textstyle\sum x - (hi + lo)| \le \eta
               = 1.01\, \gamma_D\, u\, (N/8 + 8)\, (hi + 2|lo|),
 
     about :math:`(N u / 8)^2` relative (4e-24 at N = 152,064): more accurate than a

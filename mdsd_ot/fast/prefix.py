@@ -190,9 +190,9 @@ def prefix_Q_conditional_poisson(qs: Any, n: int) -> Any:
 
 def _cp_log_levels(qs: Any, n: int) -> Any:
     r"""The level recursion in logarithms, for rows beyond the range of doubles (e.g. q(i) =
-    5e-324): :math:`\log	ilde e_m(H_k) = \operatorname{logcumsumexp}_{i \le k}(\log q(i) +
-    \log	ilde e_{m-1}(H_{i-1}))`, minus its last value.  Relative accuracy about
-    :math:`arepsilon \max|\log 	ilde e|` (at most ~750 ε), so it serves only rows the two
+    5e-324): :math:`\log \tilde e_m(H_k) = \operatorname{logcumsumexp}_{i \le k}(\log q(i) +
+    \log \tilde e_{m-1}(H_{i-1}))`, minus its last value.  Relative accuracy about
+    :math:`\varepsilon \max|\log \tilde e|` (at most ~750 ε), so it serves only rows the two
     other forms cannot."""
     xp = bk.namespace(qs)
     with np.errstate(divide="ignore", invalid="ignore"):
