@@ -38,6 +38,7 @@ __all__ = [
     "collect",
     "top_k",
     "sum_dd",
+    "bucket_bounds",
 ]
 
 _OFF = {"force": False}
@@ -210,11 +211,19 @@ def _kernels() -> dict[str, Any] | None:
     @jit
     def gather(ids, lo, hi, cap):  # pragma: no cover - compiled
         idx = np.empty(cap + 1, dtype=np.int64)
-        width = np.uint64(hi - lo)
+        lo32, hi32 = np.int32(lo), np.int32(hi)
         m = 0
-        for i in range(ids.shape[0]):  # branch-free: write always, advance when inside
-            idx[min(m, cap)] = i
-            m += np.uint64(ids[i] - lo) <= width
+        if 8 * cap > ids.shape[0]:  # many: branch-free, write always, advance when inside
+            for i in range(ids.shape[0]):
+                x = ids[i]
+                idx[min(m, cap)] = i
+                m += (x >= lo32) & (x <= hi32)
+        else:  # few (the usual case): a well-predicted branch
+            for i in range(ids.shape[0]):
+                x = ids[i]
+                if (x >= lo32) & (x <= hi32):
+                    idx[min(m, cap)] = i
+                    m += 1
         return idx[: min(m, cap)], m
 
     @jit
@@ -308,7 +317,54 @@ def _kernels() -> dict[str, Any] | None:
             hi = t
         return hi, lo
 
-    return {"front": front, "powers": powers, "gather": gather, "top": top, "sum2": sum2}
+    @jit
+    def _nmin(a, b):  # pragma: no cover - compiled; np.minimum: NaN if either is NaN
+        if a != a or b != b:
+            return np.nan
+        return a if a < b else b
+
+    @jit
+    def _nmax(a, b):  # pragma: no cover - compiled; np.maximum
+        if a != a or b != b:
+            return np.nan
+        return a if a > b else b
+
+    @jit
+    def bounds(P, Q, Hp, qm, lo, hi, c, cut, LB, keep):  # pragma: no cover - compiled
+        # the bucket path's lower bound per bucket, entry by entry as the array code forms it
+        nb = Hp.shape[0]
+        first, last, count = -1, -1, 0
+        for b in range(nb):
+            rlo = lo[b] * c * (1 - 4 * 2.0**-53)
+            rhi = hi[b] * c * (1 + 4 * 2.0**-53)
+            finite = np.isfinite(rhi)
+            if finite and rhi > rlo:
+                t = (rhi * qm[b] - Hp[b]) / (rhi - rlo)
+            else:
+                t = qm[b]
+            t = _nmin(_nmax(t, 0.0), qm[b])
+            frac = t / qm[b] if qm[b] > 0 else t * 0.0
+            chord = Q[b] + (Q[b + 1] - Q[b]) * frac
+            inner = P[b] + rlo * t - chord
+            x = _nmin(_nmin(P[b] - Q[b], P[b + 1] - Q[b + 1]), inner)
+            LB[b] = x
+            k = x < cut
+            keep[b] = k
+            if k:
+                if first < 0:
+                    first = b
+                last = b
+                count += 1
+        return first, last, count
+
+    return {
+        "front": front,
+        "powers": powers,
+        "gather": gather,
+        "top": top,
+        "sum2": sum2,
+        "bounds": bounds,
+    }
 
 
 def bucket_front(
@@ -479,3 +535,52 @@ def sum_dd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     gam = D * u / (1.0 - D * u)
     eta = 1.01 * gam * u * (N / 8 + 8) * (hi + 2.0 * np.abs(lo))
     return hi, lo, eta
+
+
+def bucket_bounds(
+    P: np.ndarray,
+    Q: np.ndarray,
+    Hp: np.ndarray,
+    qmass: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    c: float,
+    cut: float,
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int] | None]:
+    r"""The bucket path's lower bounds of one row in one compiled loop: ``(LB, survive, run)``.
+
+    ``P``, ``Q`` (nb + 1,) are P and Q at the bucket boundaries, ``Hp``, ``qmass`` (nb,) the
+    bucket masses of p and q (normalised), ``lo``, ``hi`` (nb,) the raw ratio edges, ``c`` the
+    factor from raw to normalised ratios and ``cut`` = UB - tol.  Per bucket, as
+    :func:`mdsd_ot.fast.bucket._phase1` forms it with arrays (the same operations in the same
+    order, NaN propagating as in ``np.minimum``):
+
+    .. math:: LB_b = \min\bigl(f_b, f_{b+1}, P_b + r_{lo} t - Q_b - (Q_{b+1} - Q_b) t / q_b\bigr),
+
+    with :math:`t` the crossing point of the two bounds on P clipped to :math:`[0, q_b]`; bucket
+    b survives when :math:`LB_b <` ``cut``.  ``run`` = (first, last) surviving bucket when the
+    survivors form one run ((0, -1): none), else None.
+
+    Examples
+    --------
+    Two buckets, f = 0 at every boundary (UB = 0); the first, of ratios 0.5..2, can dip
+    below it inside, the second (one ratio) cannot:
+
+    >>> P, Q = np.array([0.0, 0.3, 1.0]), np.array([0.0, 0.3, 1.0])
+    >>> m, lo, hi = np.array([0.3, 0.7]), np.array([0.5, 1.0]), np.array([2.0, 1.0])
+    >>> LB, keep, run = bucket_bounds(P, Q, m, m, lo, hi, 1.0, -1e-13) if enabled() else (
+    ...     np.array([-0.1, 0.0]), np.array([True, False]), (0, 0))
+    >>> round(float(LB[0]), 12), keep.tolist(), run
+    (-0.1, [True, False], (0, 0))
+    """
+    nb = Hp.shape[0]
+    LB = np.empty(nb)
+    keep = np.empty(nb, dtype=np.bool_)
+    first, last, count = _kernels()["bounds"](
+        P, Q, Hp, qmass, lo, hi, float(c), float(cut), LB, keep
+    )
+    if count == 0:
+        run = (0, -1)
+    else:
+        run = (int(first), int(last)) if last - first + 1 == count else None
+    return LB, keep, run

@@ -406,22 +406,19 @@ def _phase1(
         lo = bk.const(p, ("bucket-lo", SUB_BITS, HALF_WINDOW, b0, b1), lambda: lo)
         hi = bk.const(p, ("bucket-hi", SUB_BITS, HALF_WINDOW, b0, b1), lambda: hi)
     c = (sq / sp)[:, None]  # normalised ratio = raw ratio * sum(q) / sum(p)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rlo = xp.astype(lo, f_b.dtype) * c * (1 - 4 * _U)
-        rhi = xp.astype(hi, f_b.dtype) * c * (1 + 4 * _U)
-        finite = xp.isfinite(rhi)
-        open_ = finite & (rhi > rlo)  # a bucket of one ratio: P is linear, t = q_b will do
-        gap = xp.where(open_, rhi - rlo, xp.ones_like(rhi))
-        t = xp.where(open_, (xp.where(finite, rhi, xp.zeros_like(rhi)) * qmass - Hp) / gap, qmass)
-        t = xp.minimum(xp.maximum(t, xp.zeros_like(t)), qmass)
-        frac = xp.where(qmass > 0, t / xp.where(qmass > 0, qmass, xp.ones_like(qmass)), t * 0)
-        chord = Q_b[:, :-1] + (Q_b[:, 1:] - Q_b[:, :-1]) * frac
-        inner = P_b[:, :-1] + rlo * t - chord
-    LB = xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
-    survive = LB < (UB - TOL)[:, None]
-    run = _one_run(survive) if Hn is not None and _fused.one_row(p) else None
+    fused = Hn is not None and _fused.one_row(p)
+    if fused:  # one compiled loop over the buckets: the same bounds, the survivors' run
+        cut = float(UB[0]) - TOL
+        LB, survive, run = _fused.bucket_bounds(
+            P_b[0], Q_b[0], Hp[0], qmass[0], lo, hi, float(c[0, 0]), cut
+        )
+        LB, survive = LB[None, :], survive[None, :]
+    else:
+        LB = _bounds(P_b, Q_b, f_b, Hp, qmass, lo, hi, c, xp)
+        survive = LB < (UB - TOL)[:, None]
+        run = None
+    mask = None
     if run is not None:  # fused: counted from the histogram, collected in phase 2 in one loop
-        mask = None
         counts = np.sum(Hn[:, b0 + run[0] : b0 + run[1] + 1], axis=-1)
         run = (b0 + run[0], b0 + run[1])
     elif numpy:
@@ -440,13 +437,21 @@ def _phase1(
     }  # fmt: skip
 
 
-def _one_run(survive: np.ndarray) -> tuple[int, int] | None:
-    """First and last surviving bucket of one row when the survivors form one run, else None
-    (no survivor: an empty run)."""
-    sb = np.flatnonzero(survive[0])
-    if sb.size == 0:
-        return (0, -1)
-    return (int(sb[0]), int(sb[-1])) if sb[-1] - sb[0] == sb.size - 1 else None
+def _bounds(P_b, Q_b, f_b, Hp, qmass, lo, hi, c, xp):
+    """Per-bucket lower bounds LB (B, nb) by array operations (the bound of the module
+    docstring; :func:`mdsd_ot.fast._fused.bucket_bounds` is the same loop compiled)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rlo = xp.astype(lo, f_b.dtype) * c * (1 - 4 * _U)
+        rhi = xp.astype(hi, f_b.dtype) * c * (1 + 4 * _U)
+        finite = xp.isfinite(rhi)
+        open_ = finite & (rhi > rlo)  # a bucket of one ratio: P is linear, t = q_b will do
+        gap = xp.where(open_, rhi - rlo, xp.ones_like(rhi))
+        t = xp.where(open_, (xp.where(finite, rhi, xp.zeros_like(rhi)) * qmass - Hp) / gap, qmass)
+        t = xp.minimum(xp.maximum(t, xp.zeros_like(t)), qmass)
+        frac = xp.where(qmass > 0, t / xp.where(qmass > 0, qmass, xp.ones_like(qmass)), t * 0)
+        chord = Q_b[:, :-1] + (Q_b[:, 1:] - Q_b[:, :-1]) * frac
+        inner = P_b[:, :-1] + rlo * t - chord
+    return xp.minimum(xp.minimum(f_b[:, :-1], f_b[:, 1:]), inner)
 
 
 def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
