@@ -150,23 +150,24 @@ def _kernels() -> dict[str, Any] | None:
             z = np.zeros(0, dtype=np.float64)
             return -1, z, z, np.zeros(0, dtype=np.int64)
         # four lanes (token i in lane i % 4): a run of tokens in one bucket is not one chain
-        # of dependent additions
-        hp = np.zeros((4, NB), dtype=np.float64)
-        hq = np.zeros((4, NB), dtype=np.float64)
-        hn = np.zeros((4, NB), dtype=np.int64)
+        # of dependent additions; a bucket's lanes of p and q share one cache line
+        h = np.zeros((NB, 4, 2), dtype=np.float64)
+        c = np.zeros((NB, 4), dtype=np.int32)
         for i in range(V):
             b = ids[i] - lo
             ids[i] = b
             r = i & 3
-            hp[r, b] += p[i]
-            hq[r, b] += q[i]
-            hn[r, b] += 1
-        for r in range(1, 4):
-            for b in range(NB):
-                hp[0, b] += hp[r, b]
-                hq[0, b] += hq[r, b]
-                hn[0, b] += hn[r, b]
-        return lo, hp[0].copy(), hq[0].copy(), hn[0].copy()
+            h[b, r, 0] += p[i]
+            h[b, r, 1] += q[i]
+            c[b, r] += 1
+        hp = np.empty(NB, dtype=np.float64)
+        hq = np.empty(NB, dtype=np.float64)
+        hn = np.empty(NB, dtype=np.int64)
+        for b in range(NB):  # lanes joined in order: ((0 + 1) + 2) + 3
+            hp[b] = ((h[b, 0, 0] + h[b, 1, 0]) + h[b, 2, 0]) + h[b, 3, 0]
+            hq[b] = ((h[b, 0, 1] + h[b, 1, 1]) + h[b, 2, 1]) + h[b, 3, 1]
+            hn[b] = (c[b, 0] + c[b, 1]) + (c[b, 2] + c[b, 3])
+        return lo, hp, hq, hn
 
     @jit
     def powers(ids, q, d1, d2, heavy, K, NB, odds, c):  # pragma: no cover - compiled
