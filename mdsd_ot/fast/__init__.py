@@ -35,6 +35,7 @@ from ..methods import register
 from . import _backend as bk
 from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n, fused_rows_ok
 from .bucket import validated_front
+from .chain import chain_for
 from .prefix import error_bound
 from .solver import solve_rows, solve_rows_laws, uses_buckets
 
@@ -84,11 +85,11 @@ def _is_device_array(x: Any) -> bool:
 
 
 def _validated(
-    p: Any, q: Any, n: int, kernel: str, buckets: bool = False
+    p: Any, q: Any, n: int, kernel: str, buckets: int | None = None
 ) -> tuple[Any, Any, Any, bool, Any]:
     """Validated (B, V) rows on their own device, their sums, whether the input was one row,
-    and (``buckets``: the caller takes the bucket path) the bucketing pass that validated them,
-    or None.
+    and (``buckets``: the caller takes the bucket path, with ``2**buckets`` buckets per octave
+    on the fused route) the bucketing pass that validated them, or None.
 
     One float64 numpy row with the compiled kernels is read once for both: the fused bucketing
     pass yields the figures the validator needs (:func:`mdsd_ot.fast.bucket.validated_front`);
@@ -98,7 +99,7 @@ def _validated(
         p, q = _same_library(p, q)
         P, Q, sums = check_array(p, q, n, kernel)
         return P, Q, sums, p.ndim == 1, None
-    front = validated_front(p, q) if buckets else None
+    front = validated_front(p, q, buckets) if buckets is not None else None
     if front is not None and fused_rows_ok(front[1], n, kernel):
         P, Q = (p[None, :], q[None, :]) if p.ndim == 1 else (p, q)
         sums = (np.array([front[1][0]]), np.array([front[1][1]]))
@@ -107,12 +108,15 @@ def _validated(
     return P, Q, sums, np.ndim(p) == 1, None
 
 
-def _takes_buckets(p: Any, kernel: str, n: int, path: str) -> bool:
-    """Whether a numpy input of this shape goes the bucket path (before validation)."""
+def _takes_buckets(p: Any, kernel: str, n: int, path: str) -> int | None:
+    """The fused route's bucket resolution (``sub_bits``) when a numpy input of this shape goes
+    the bucket path (before validation), else None."""
     shape = getattr(p, "shape", None)
     if not isinstance(p, np.ndarray) or shape is None or len(shape) not in (1, 2) or n < 2:
-        return False
-    return uses_buckets(kernel, shape[-1], path) and (len(shape) == 1 or shape[0] == 1)
+        return None
+    if uses_buckets(kernel, shape[-1], path) and (len(shape) == 1 or shape[0] == 1):
+        return chain_for(kernel, n).fused_sub_bits
+    return None
 
 
 def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
@@ -233,8 +237,8 @@ def alpha_star_laws(
     routes = [check_scheme_n(s, n) for s, n in laws]
     distinct = [(n, k) for k, n in routes if k in DISTINCT and n > 1]
     need, strict = max(distinct) if distinct else (1, "with")  # the strictest support check
-    buckets = any(_takes_buckets(p, k, n, path) for k, n in routes)
-    P, Q, sums, single_row, shared = _validated(p, q, need, strict, buckets)
+    bits = [b for k, n in routes if (b := _takes_buckets(p, k, n, path)) is not None]
+    P, Q, sums, single_row, shared = _validated(p, q, need, strict, max(bits, default=None))
     alphas = solve_rows_laws(P, Q, routes, sums=sums, path=path, shared=shared)
     out = {}
     for (s, n), a in zip(laws, alphas, strict=True):

@@ -141,7 +141,7 @@ def solve_bucketed(
     xp = bk.namespace(p, q)
     B, V = p.shape
     law = chain_for(kernel, n)
-    shared = shared if shared is not None else _shared(p, q)
+    shared = shared if shared is not None else _shared(p, q, law.fused_sub_bits)
     if shared["one_ratio"]:  # numpy: every ratio equal, the chain one block of ties
         # P is linear and Q convex along it (T5), so f = P - Q is concave and its minimum is
         # at an end: f(empty) = 0 = f(everything), alpha* = 1 with the empty set (T7)
@@ -221,7 +221,7 @@ def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] |
     return (b, r) if np.isfinite(r) else None
 
 
-def _shared(p: Any, q: Any) -> dict[str, Any]:
+def _shared(p: Any, q: Any, sub_bits: int | None = None) -> dict[str, Any]:
     """What every law shares: the bucket of every token and their number; (numpy) the tokens
     per bucket among every ``stride``-th column (``Hs``, for the dense-bucket test), or
     ``one_ratio`` when every ratio is the same; p's histogram (``Hp``) and the exact tokens per
@@ -232,25 +232,30 @@ def _shared(p: Any, q: Any) -> dict[str, Any]:
     and ``Hn`` from the same pass), unless its ratios spread beyond the window or crowd into one
     bucket."""
     if _fused.one_row(p):  # numba: key, buckets and the histograms of p, q, counts in two loops
-        out, _ = _shared_fused(p, q)
+        out, _ = _shared_fused(p, q, sub_bits)
         if out is not None:
             return out
     return _shared_numpy(p, q)
 
 
-def _shared_fused(p: np.ndarray, q: np.ndarray) -> tuple[dict[str, Any] | None, Any]:
+def _shared_fused(
+    p: np.ndarray, q: np.ndarray, sub_bits: int | None = None
+) -> tuple[dict[str, Any] | None, Any]:
     """The fused route's :func:`_shared` of one float64 (1, V) row and the validation figures
     of the same pass (:func:`mdsd_ot.fast._fused.bucket_front`), or ``(None, None)`` when the
-    row's ratios spread beyond the window or crowd into one bucket (numpy's route)."""
+    row's ratios spread beyond the window or crowd into one bucket (numpy's route).
+    ``sub_bits``: buckets per octave as 2**sub_bits (default :data:`FUSED_SUB_BITS`; a law's
+    ``fused_sub_bits``, :mod:`mdsd_ot.fast.chain`)."""
+    sub_bits = FUSED_SUB_BITS if sub_bits is None else int(sub_bits)
     front = _fused.bucket_front(
-        p[0], q[0], FUSED_SUB_BITS, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE, with_stats=True
+        p[0], q[0], sub_bits, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE, with_stats=True
     )
     if front is None:
         return None, None
     ids, id0, Hp, Hq, Hn, stats = front
     out = {"ids": ids[None, :], "NB": Hp.size, "Hp": Hp[None, :], "Hq": Hq[None, :]}
     out.update(Hn=Hn[None, :], Hs=Hn[None, :], stride=1, id0=id0, one_ratio=False)
-    out.update(sub_bits=FUSED_SUB_BITS, half_window=FUSED_HALF_WINDOW, window=True)
+    out.update(sub_bits=sub_bits, half_window=FUSED_HALF_WINDOW, window=True)
     if Hp.size > FUSED_MAX_BUCKETS:  # ratios spread wide: coarser buckets, a bounded phase 1
         _coarsen(out, (Hp.size - 1) // FUSED_MAX_BUCKETS)
     if Hp.size == 1:  # one bucket: are all ratios equal?
@@ -258,7 +263,9 @@ def _shared_fused(p: np.ndarray, q: np.ndarray) -> tuple[dict[str, Any] | None, 
     return out, stats
 
 
-def validated_front(p: Any, q: Any) -> tuple[dict[str, Any], tuple] | None:
+def validated_front(
+    p: Any, q: Any, sub_bits: int | None = None
+) -> tuple[dict[str, Any], tuple] | None:
     r"""The fused route's first pass on raw input rows, before validation: ``(shared, stats)``.
 
     For one float64 C-contiguous numpy row (shape (V,) or (1, V)) with the compiled kernels on,
@@ -267,7 +274,7 @@ def validated_front(p: Any, q: Any) -> tuple[dict[str, Any], tuple] | None:
     :func:`mdsd_ot.fast._fused.bucket_front`), so the input is read once for both.  The caller
     accepts the rows from ``stats`` (:func:`mdsd_ot.fast._check.fused_rows_ok`) or, on any
     doubt, validates them the usual way.  None when the row does not qualify or the pass leaves
-    it to numpy's route.
+    it to numpy's route.  ``sub_bits`` as in :func:`_shared_fused` (the law's choice).
     """
     if not (isinstance(p, np.ndarray) and isinstance(q, np.ndarray) and p.shape == q.shape):
         return None
@@ -277,7 +284,7 @@ def validated_front(p: Any, q: Any) -> tuple[dict[str, Any], tuple] | None:
         return None
     if not _fused.one_row(p):
         return None
-    shared, stats = _shared_fused(p, q)
+    shared, stats = _shared_fused(p, q, sub_bits)
     return None if shared is None else (shared, stats)
 
 

@@ -122,6 +122,9 @@ class Chain:
     #: a row whose fullest bucket holds more than this share of V is sorted at once (numpy):
     #: scanning that many survivors would cost more than the sort (see mdsd_ot.fast.bucket)
     dense_fraction: float = 0.4
+    #: buckets per octave (2**bits) on the fused route: finer buckets cost more evaluations of
+    #: Q at their boundaries and leave fewer survivors (measured per law, docs/fast.md)
+    fused_sub_bits: int = 7
 
     def __init__(self, n: int):
         self.n = n
@@ -170,6 +173,7 @@ class Without2(Chain):
     """
 
     kernel = "without"
+    fused_sub_bits = 6
 
     def setup(self, p, q, sq, xp):
         a = xp.argmax(q, axis=-1)[:, None]
@@ -205,6 +209,7 @@ class ConditionalPoisson(Chain):
 
     kernel = "conditional-poisson"
     dense_fraction = 0.25  # its survivors cost the most per token (Newton at every point)
+    fused_sub_bits = 6
 
     def setup(self, p, q, sq, xp):
         n = self.n
@@ -301,6 +306,7 @@ class WithoutSeries(Chain):
     kernel = "without"
     uses = frozenset({"L", "seg", "lam", "cnt"})
     dense_fraction = 0.6  # the sorting path evaluates the series at every token anyway
+    fused_sub_bits = 5  # the series at a point costs the most: fewer boundaries
 
     def setup(self, p, q, sq, xp):
         qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]
