@@ -38,6 +38,7 @@ __all__ = [
     "collect",
     "top_k",
     "sum_dd",
+    "sum_less",
     "bucket_bounds",
 ]
 
@@ -358,7 +359,22 @@ def _kernels() -> dict[str, Any] | None:
                 count += 1
         return first, last, count
 
+    @jit
+    def less(hi, lo, vals):  # pragma: no cover - compiled
+        # (hi + lo) - sum(vals) by TwoSum steps: the rounding errors, exact, are added to lo
+        err = 0.0
+        for a in vals:
+            b = -a
+            t = hi + b
+            z = t - hi
+            e = (hi - (t - z)) + (b - z)
+            lo += e
+            err += abs(e)
+            hi = t
+        return hi, lo, err
+
     return {
+        "less": less,
         "front": front,
         "powers": powers,
         "gather": gather,
@@ -585,3 +601,43 @@ def bucket_bounds(
     else:
         run = (int(first), int(last)) if last - first + 1 == count else None
     return LB, keep, run
+
+
+def sum_less(
+    hi: np.ndarray, lo: np.ndarray, eta: np.ndarray, vals: np.ndarray, rel: float = 2.0**-60
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    r"""A double-double row total less a few of its terms: ``(hi', lo', eta')`` or None.
+
+    For rows with :math:`|\sum x - (hi + lo)| \le \eta` (:func:`sum_dd`) and ``vals`` (B, m)
+    non-negative terms of each row, TwoSum steps give :math:`hi' + \sum e = hi - \sum vals`
+    exactly; ``lo'`` is ``lo`` plus the errors e rounded, so
+
+    .. math:: |(\textstyle\sum x - \sum vals) - (hi' + lo')| \le \eta' =
+              \eta + 1.01\, \gamma_{m+1} (|lo| + \textstyle\sum |e|) .
+
+    This replaces a second pass over the row when the rest keeps a relative accuracy of
+    ``rel``; None (sum the rest directly) when :math:`\eta' > rel\,(hi' + lo')` on a row, as
+    when the terms removed hold almost all of the total.
+
+    Examples
+    --------
+    >>> x = np.array([[0.5, 0.25, 0.125, 0.125]])
+    >>> hi, lo, eta = sum_dd(x) if enabled() else (np.ones(1), np.zeros(1), np.zeros(1))
+    >>> r = sum_less(hi, lo, eta, np.array([[0.5]])) if enabled() else (np.full(1, 0.5),)
+    >>> float(r[0][0])
+    0.5
+    """
+    f = _kernels()["less"]
+    B, m = vals.shape
+    oh, ol, oe = np.empty(B), np.empty(B), np.empty(B)
+    u = 2.0**-53
+    gam = (m + 1) * u / (1.0 - (m + 1) * u)
+    row_vals = np.ascontiguousarray(vals, dtype=np.float64)
+    for b in range(B):
+        h, l_, err = f(float(hi[b]), float(lo[b]), row_vals[b])
+        oh[b], ol[b] = h, l_
+        oe[b] = eta[b] + 1.01 * gam * (abs(lo[b]) + err)
+    total = oh + ol
+    if not bool(np.all(oe <= rel * total)):
+        return None
+    return oh, ol, oe

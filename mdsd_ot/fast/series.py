@@ -130,6 +130,7 @@ import numpy as np
 from array_api_compat import device, is_numpy_array, is_torch_array
 
 from . import _backend as bk
+from . import _fused
 from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 from ._moments import beta_weights, heavy_moments, kappa_table, n_subsets
 
@@ -249,7 +250,8 @@ def series_setup(
 
     # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
     # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
-    L_hi, L_lo, L_eta = accurate_sum(qlight, xp, extended=True)
+    L = _light_total(q, qlight, qA, (T_hi, T_lo, T_eta), xp)
+    L_hi, L_lo, L_eta = L
     qL = L_hi + L_lo
     suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
     suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
@@ -304,6 +306,18 @@ def series_setup(
         "tcoef": xp.stack(tcoef, axis=1) * scale,
         "D_J": D_J,
     }
+
+
+def _light_total(q: Any, qlight: Any, qA: Any, total: tuple, xp: Any) -> tuple[Any, Any, Any]:
+    """The light mass ``sum(qlight)`` as (hi, lo, eta): with the compiled kernels, the total
+    less the heavy masses by TwoSum steps when that keeps its relative accuracy
+    (:func:`mdsd_ot.fast._fused.sum_less`: no second pass over the row), else a sum of the
+    light row itself (:func:`mdsd_ot.fast._dd.accurate_sum`)."""
+    if isinstance(q, np.ndarray) and q.dtype == np.float64 and _fused.enabled():
+        out = _fused.sum_less(*total, np.asarray(qA))
+        if out is not None:
+            return out
+    return accurate_sum(qlight, xp, extended=True)
 
 
 def series_eval(

@@ -335,3 +335,23 @@ def test_compiled_bounds_equal_the_array_bounds(kernel, n, monkeypatch):
     # the synthetic rows and at least one adversarial row (others are sorted, or settled by
     # ties before any bound, or take numpy's buckets without a count histogram)
     assert len(seen) >= 3
+
+
+def test_sum_less_within_its_bound_and_declines_cancellation():
+    """The total less the heavy terms (TwoSum steps) is within eta' of the exact rest, checked
+    in Fractions; when the heavy terms hold all but 1e-25 of the total it declines (None) and
+    the series sums the light row itself."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(12)
+    for V, m in ((5000, 64), (300, 32), (70, 65)):
+        x = rng.dirichlet(np.full(V, 0.2))
+        heavy = np.argsort(x)[-m:]
+        hi, lo, eta = _fused.sum_dd(x[None, :])
+        out = _fused.sum_less(hi, lo, eta, x[heavy][None, :])
+        assert out is not None
+        rest = sum((Fraction(v) for v in np.delete(x, heavy)), Fraction(0))
+        assert abs(Fraction(out[0][0]) + Fraction(out[1][0]) - rest) <= Fraction(out[2][0])
+    x = np.r_[np.full(40, 0.025), np.full(10, 1e-27)]
+    hi, lo, eta = _fused.sum_dd(x[None, :])
+    assert _fused.sum_less(hi, lo, eta, x[:40][None, :]) is None
