@@ -27,9 +27,17 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from array_api_compat import array_namespace, device, is_numpy_array, is_torch_array
+from array_api_compat import array_namespace, device, is_torch_array
+from array_api_compat import is_numpy_array as _is_numpy_array_compat
 
 from . import _fused
+
+
+def is_numpy_array(x: Any) -> bool:
+    """A numpy array (or numpy scalar): ``isinstance`` first, the array-API test otherwise (it
+    costs a microsecond, and the solver asks dozens of times per row)."""
+    return isinstance(x, np.ndarray) or _is_numpy_array_compat(x)
+
 
 __all__ = [
     "namespace",

@@ -18,7 +18,8 @@ import functools
 from typing import Any
 
 import numpy as np
-from array_api_compat import is_numpy_array
+
+from ._backend import is_numpy_array
 
 __all__ = [
     "survivor_mask",

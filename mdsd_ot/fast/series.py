@@ -127,10 +127,11 @@ import math
 from typing import Any
 
 import numpy as np
-from array_api_compat import device, is_numpy_array, is_torch_array
+from array_api_compat import device, is_torch_array
 
 from . import _backend as bk
 from . import _fused
+from ._backend import is_numpy_array
 from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 from ._moments import beta_weights, heavy_moments, kappa_table, n_subsets
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from array_api_compat import is_numpy_array
 
 from .. import _validate as V_
 from . import _backend as bk
+from ._backend import is_numpy_array
 from .prefix import certified_Q_without1, certified_Q_without2
 from .series import N_MAX, PLANS, series
 
