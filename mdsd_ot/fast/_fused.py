@@ -90,8 +90,9 @@ def disabled() -> Iterator[None]:
 
 
 @functools.cache
-def _kernels() -> dict[str, Any] | None:
-    """Compile-on-first-call kernels, or None when numba is not installed."""
+def jit_decorator() -> Any:
+    """numba's ``njit`` with this package's options (cached on disk where a cache directory
+    is writable, in memory otherwise), or None when numba is not installed."""
     try:
         import numba
     except ImportError:
@@ -103,6 +104,16 @@ def _kernels() -> dict[str, Any] | None:
             return numba.njit(cache=True, **opts)(f)
         except RuntimeError:  # nowhere writable to cache: compile in memory on first use
             return numba.njit(cache=False, **opts)(f)
+
+    return jit
+
+
+@functools.cache
+def _kernels() -> dict[str, Any] | None:
+    """Compile-on-first-call kernels, or None when numba is not installed."""
+    jit = jit_decorator()
+    if jit is None:
+        return None
 
     S = 1024  # block of the vectorised loops: a small scratch, no V-size temporary
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from .. import _validate as V_
 from . import _backend as bk
-from . import _fused
+from . import _fused, _fused_row
 from . import _histograms as hg
 from .chain import CHAINS, Chain, chain_for
 from .order import ratio_order
@@ -159,6 +159,10 @@ def solve_bucketed(
         if exact is None:
             a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
             return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
+    if exact is None and B == 1 and _fused_row.serves(law, shared, p):
+        out = _solve_fused_row(p, q, sp, sq, law, shared, return_set)
+        if out is not None:
+            return out
     st = _phase1(p, q, sp, sq, law, xp, shared, exact)
     # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
     counts, fallback = bk.to_host(st["counts"], st["fallback"])
@@ -178,6 +182,27 @@ def solve_bucketed(
         e = xp.zeros_like(a) + e
         alpha, H, err = _merge(alpha, H, err, slow, a, h, xp.astype(e, xp.float64), xp)
     return alpha, H, err
+
+
+def _solve_fused_row(p, q, sp, sq, law: Chain, shared: dict[str, Any], return_set: bool):
+    """One fused-route row of a law with a closed-form Q, after its histograms, in one
+    compiled call (:func:`mdsd_ot.fast._fused_row.solve_row`); None where it declines."""
+    ctx = law.setup(p, q, sq, np)
+    ids, NB = shared["ids"], shared["NB"]
+    hists = law.histograms(ids, q, ctx, NB, shared.get("Hq"))
+    heavy = ctx["heavy"]
+    a = int(heavy[0, 0]) if heavy.shape[-1] else -1
+    hq = float(ctx["hq"][0, 0]) if heavy.shape[-1] else 0.0
+    id0 = shared["id0"]
+    edges = hg.bucket_edges(p, shared["sub_bits"], shared["half_window"], id0, id0 + NB, True)
+    out = _fused_row.solve_row(
+        law.kernel, law.n, p[0], q[0], shared, hists, a, hq, float(sp[0]), float(sq[0]), edges,
+        TOL, MAX_FRACTION, return_set,
+    )  # fmt: skip
+    if out is None:
+        return None
+    alpha, H = out
+    return np.array([alpha]), (None if H is None else H[None, :]), np.array([TOL])
 
 
 def shared_buckets(p: Any, q: Any) -> dict[str, Any]:
