@@ -268,11 +268,12 @@ def topk(q: Any, k: int) -> tuple[Any, Any]:
         vals, idx = torch.topk(q, k, dim=-1, largest=True, sorted=True)
         return vals, idx
     V = q.shape[-1]
-    if k <= 8 and k < V and q.shape[0] == 1:  # a few argmax passes beat a partition
-        return _topk_small(q[0], k)
-    if k < V and q.shape[0] == 1 and q.dtype == np.float64 and _fused.enabled():
+    compiled = q.shape[0] == 1 and q.dtype == np.float64 and _fused.enabled()
+    if k < V and compiled and k > 3:
         vals, idx = _fused.top_k(q[0], k)  # one compiled pass, the same order
         return vals[None, :], idx[None, :]
+    if k <= 8 and k < V and q.shape[0] == 1:  # a few argmax passes beat a partition
+        return _topk_small(q[0], k)
     idx = (
         np.argpartition(q, V - k, axis=-1)[:, V - k :]
         if k < V

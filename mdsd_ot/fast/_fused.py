@@ -266,6 +266,40 @@ def _kernels() -> dict[str, Any] | None:
         return bv[order].copy(), bi[order].copy()
 
     @jit
+    def top_small(row, k):  # pragma: no cover - compiled
+        # insertion into a sorted list of the k largest (value descending, then index): a block
+        # whose maximum does not beat the k-th is skipped after one vectorised pass
+        tv = np.empty(k, dtype=np.float64)
+        ti = np.empty(k, dtype=np.int64)
+        nt = 0
+        kth = -np.inf
+        V = row.shape[0]
+        bits = row.view(np.int64)  # ordered as the values when the k-th is >= 0 (see below)
+        for s in range(0, V, 256):
+            e = min(s + 256, V)
+            if nt == k and kth >= 0.0:  # x > kth >= 0 iff bits(x) > bits(kth), negatives
+                kb = np.int64(tv[k - 1 : k].view(np.int64)[0])  # (sign bit) included
+                mb = np.int64(-1) << 63
+                for i in range(s, e):
+                    mb = max(mb, bits[i])
+                if mb <= kb:
+                    continue
+            for i in range(s, e):
+                x = row[i]
+                if nt < k or x > kth:  # an equal later value loses the tie
+                    j = min(nt, k - 1)
+                    while j > 0 and tv[j - 1] < x:
+                        tv[j] = tv[j - 1]
+                        ti[j] = ti[j - 1]
+                        j -= 1
+                    tv[j] = x
+                    ti[j] = i
+                    nt = min(nt + 1, k)
+                    if nt == k:
+                        kth = tv[k - 1]
+        return tv[:nt].copy(), ti[:nt].copy()
+
+    @jit
     def sum2(x):  # pragma: no cover - compiled
         # eight lanes of error-free TwoSum (Ogita, Rump and Oishi's Sum2) in scalar locals (they
         # stay in registers), the lane totals joined by TwoSum too; returns (hi, lo)
@@ -390,6 +424,7 @@ def _kernels() -> dict[str, Any] | None:
         "powers": powers,
         "gather": gather,
         "top": top,
+        "top_small": top_small,
         "sum2": sum2,
         "bounds": bounds,
     }
@@ -514,9 +549,11 @@ def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k largest entries of one float64 row (no NaN) and their positions, larger value
     first, then smaller index (as :func:`mdsd_ot.fast._backend.topk` orders them), in one pass.
 
-    Entries above a running threshold collect in a buffer of 4k; a full buffer keeps its k
-    largest and raises the threshold to the k-th of them, so a typical row costs one comparison
-    per entry, and any row at most about ``V log k`` comparisons.
+    For k <= 16 the k largest are kept as a sorted list (blocks of 256 entries whose maximum
+    does not beat the k-th are skipped after one vectorised pass); for larger k, entries above
+    a running threshold collect in a buffer of 4k, and a full buffer keeps its k largest and
+    raises the threshold to the k-th of them.  A typical row costs about one comparison per
+    entry; any row at most about ``k V`` (small k) or ``V log k`` comparisons.
 
     Examples
     --------
@@ -527,7 +564,10 @@ def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     if k <= 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
-    return _kernels()["top"](np.ascontiguousarray(row, dtype=np.float64), int(k))
+    row = np.ascontiguousarray(row, dtype=np.float64)
+    if k <= 16:  # a sorted list of k, blocks that cannot enter skipped
+        return _kernels()["top_small"](row, int(k))
+    return _kernels()["top"](row, int(k))
 
 
 def sum_dd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from . import _fused
 __all__ = ["LAWS", "serves", "solve_row"]
 
 #: Law codes of the compiled evaluator: the chain kernel names it serves (n = 2 for without).
-LAWS: dict[str, int] = {"with": 0, "without": 1}
+LAWS: dict[str, int] = {"with": 0, "without": 1, "conditional-poisson": 2}
 
 
 @functools.cache
@@ -45,65 +45,102 @@ def _kernels() -> dict[str, Any] | None:
     gather = base["gather"]
 
     @jit
-    def q_at(law, n, qc, l0, l1, seg, scale, delta, hq):  # pragma: no cover - compiled
+    def q_at(law, n, qc, L, seg, scale, delta, hq0, EA, Nt):  # pragma: no cover - compiled
+        # Q at one chain point from its statistics (chain.With / Without2 / ConditionalPoisson)
         if law == 0:
             return qc**n
-        cl = l0 * scale  # the light mass of H (normalised)
-        out = cl * l1 - l1 + cl
-        if seg > 0:
-            out = out + hq * (cl / delta + l1)
-        return out
+        if law == 1:
+            cl = L[0] * scale  # the light mass of H (normalised)
+            out = cl * L[1] - L[1] + cl
+            if seg > 0:
+                out = out + hq0 * (cl / delta + L[1])
+            return out
+        e = np.empty(n + 1)  # Newton's identities on the light power sums, then t^j
+        e[0] = 1.0
+        for j in range(1, n + 1):
+            acc = e[j - 1] * L[0]
+            for i in range(2, j + 1):
+                term = e[j - i] * L[i - 1]
+                acc = acc + term if i % 2 else acc - term
+            e[j] = acc / j
+        tj = 1.0
+        for j in range(1, n + 1):
+            tj = tj * scale
+            e[j] = e[j] * tj
+        N = EA[seg, n]
+        for j in range(1, n + 1):
+            N = N + EA[seg, n - j] * e[j]
+        return min(max(N / Nt, 0.0), 1.0)
 
     @jit
     def solve(
-        law, n, p, q, ids, Hp, Hn, H0, H1, a, ha, hq, sp, sq, scale, lo, hi, tol, maxfrac
+        law,
+        n,
+        p,
+        q,
+        ids,
+        Hp,
+        Hn,
+        Hs,
+        hpos,
+        hbkt,
+        hmass,
+        sp,
+        sq,
+        scale,
+        lo,
+        hi,
+        tol,
+        maxfrac,
+        EA,
+        Nt,
+        tau,
     ):  # pragma: no cover - compiled
         # returns (status, best, UB, jb, bstar, cs, idx): status 0 solved, 1 declined
         NB = Hp.shape[0]
         V = ids.shape[0]
+        K = Hs.shape[0]
+        h = hpos.shape[0]
         empty = np.zeros(0, dtype=np.int64)
         b0 = 0
-        while b0 < NB and Hp[b0] + H0[b0] == 0.0:
+        while b0 < NB and Hp[b0] + Hs[0, b0] == 0.0:
             b0 += 1
         b1 = NB
-        while b1 > b0 and Hp[b1 - 1] + H0[b1 - 1] == 0.0:
+        while b1 > b0 and Hp[b1 - 1] + Hs[0, b1 - 1] == 0.0:
             b1 -= 1
         if b0 == b1:
             b0, b1 = 0, 1
-        if ha >= 0:
-            b0 = min(b0, ha)
-            b1 = max(b1, ha + 1)
+        for r in range(h):
+            b0 = min(b0, hbkt[r])
+            b1 = max(b1, hbkt[r] + 1)
         nb = b1 - b0
+        hh = np.zeros(nb)  # heavy mass and count per bucket
+        hc = np.zeros(nb, dtype=np.int64)
+        for r in range(h):
+            hh[hbkt[r] - b0] += hmass[r]
+            hc[hbkt[r] - b0] += 1
         P = np.zeros(nb + 1)
-        Qb = np.zeros(nb + 1)
-        qm = np.zeros(nb)
-        hpn = np.zeros(nb)
-        l0 = 0.0
-        l1 = 0.0
-        qc = 0.0
-        pc = 0.0
-        L0 = np.zeros(nb + 1)
-        L1 = np.zeros(nb + 1)
         QC = np.zeros(nb + 1)
+        L = np.zeros((nb + 1, K))
+        SG = np.zeros(nb + 1, dtype=np.int64)
+        hpn = np.empty(nb)
+        qm = np.empty(nb)
         for j in range(nb):
             b = b0 + j
             hpn[j] = Hp[b] / sp
-            m = scale * H0[b] + (hq if b == ha else 0.0)
-            qm[j] = m
-            pc += hpn[j]
-            qc += m
-            l0 += H0[b]
-            l1 += H1[b]
-            P[j + 1] = pc
-            QC[j + 1] = qc
-            L0[j + 1] = l0
-            L1[j + 1] = l1
-        delta = L0[nb] * scale
+            qm[j] = scale * Hs[0, b] + hh[j]
+            P[j + 1] = P[j] + hpn[j]
+            QC[j + 1] = QC[j] + qm[j]
+            for k in range(K):
+                L[j + 1, k] = L[j, k] + Hs[k, b]
+            SG[j + 1] = SG[j] + hc[j]
+        delta = L[nb, 0] * scale
+        hq0 = hmass[0] if h > 0 else 0.0
         UB = np.inf
         jb = 0
+        Qb = np.empty(nb + 1)
         for j in range(nb + 1):
-            seg = 1 if (ha >= 0 and j > ha - b0) else 0
-            Qb[j] = q_at(law, n, QC[j], L0[j], L1[j], seg, scale, delta, hq)
+            Qb[j] = q_at(law, n, QC[j], L[j], SG[j], scale, delta, hq0, EA, Nt)
             f = P[j] - Qb[j]
             if f != f:
                 return 1, 0.0, 0.0, 0, 0, 0, empty
@@ -137,29 +174,44 @@ def _kernels() -> dict[str, Any] | None:
         bstar = 0
         cur = -1
         ps_ = 0.0
-        s0 = 0.0
-        s1 = 0.0
         sc = 0.0
         sg = 0
+        acc = np.zeros(K)
+        pt = np.empty(K)
+        w = np.empty(K)
         for i in range(C):
             t = srt[i]
             b = ids[t] - b0
             if b != cur:  # a new bucket: continue from its boundary
                 cur = b
                 ps_ = 0.0
-                s0 = 0.0
-                s1 = 0.0
                 sc = 0.0
                 sg = 0
-            heavy = t == a
-            qz = 0.0 if heavy else q[t]
+                acc[:] = 0.0
+            heavy = False
+            for r in range(h):
+                heavy = heavy or hpos[r] == t
+            qt = q[t]
+            if law == 1:  # q and q / (sum q - q), off the heavy token
+                qz = 0.0 if heavy else qt
+                w[0] = qz
+                w[1] = qz / (sq - qz)
+            elif law == 2:  # powers of q / tau, off the heavy tokens
+                u = 0.0 if heavy else qt / tau
+                y = u
+                w[0] = y
+                for k in range(1, K):
+                    y = y * u
+                    w[k] = y
+            else:
+                w[0] = qt
             ps_ += p[t] / sp
-            sc += q[t] / sq
-            s0 += qz
-            s1 += qz / (sq - qz)
+            sc += qt / sq
+            for k in range(K):
+                acc[k] += w[k]
+                pt[k] = L[b, k] + acc[k]
             sg += 1 if heavy else 0
-            seg = (1 if (ha >= 0 and b > ha - b0) else 0) + sg
-            Qs = q_at(law, n, QC[b] + sc, L0[b] + s0, L1[b] + s1, seg, scale, delta, hq)
+            Qs = q_at(law, n, QC[b] + sc, pt, SG[b] + sg, scale, delta, hq0, EA, Nt)
             f = (P[b] + ps_) - Qs
             if f != f:
                 return 1, 0.0, 0.0, 0, 0, 0, empty
@@ -189,42 +241,51 @@ def solve_row(
     q: np.ndarray,
     shared: dict[str, Any],
     hists: list[np.ndarray],
-    heavy: int,
-    hq: float,
+    ctx: dict[str, Any],
     sp: float,
     sq: float,
     edges: tuple[np.ndarray, np.ndarray],
     tol: float,
     max_fraction: float,
     return_set: bool,
+    Nt: float = 1.0,
 ) -> tuple[float, np.ndarray | None] | None:
     r"""α* (and an optimal set) of one fused-route row from its histograms, or None (declined).
 
     ``law`` is a key of :data:`LAWS`; ``p``, ``q`` the raw (V,) row with sums ``sp``, ``sq``;
     ``shared`` the bucketing pass (:func:`mdsd_ot.fast.bucket._shared`: ``ids``, ``Hp``,
-    ``Hn``), ``hists`` the law's histograms (with: ``[Hq]``; without: q off the heavy token and
-    its odds :math:`q/(\sum q - q)`), ``heavy`` the heavy token (-1: none) and ``hq`` its
-    normalised mass; ``edges`` the raw ratio edges of every bucket; ``tol`` the pruning slack.
+    ``Hn``), ``hists`` the law's histograms and ``ctx`` its setup (:mod:`mdsd_ot.fast.chain`:
+    ``heavy``, ``hq``, ``scale``; conditional Poisson also ``EA`` and ``tau``, with ``Nt`` its
+    :math:`e_n` of the whole row from :meth:`~mdsd_ot.fast.chain.ConditionalPoisson._totals`);
+    ``edges`` the raw ratio edges of every bucket; ``tol`` the pruning slack.
 
     Examples
     --------
+    The public call takes this route for one float64 row (with numba); the sorting path
+    agrees:
+
     >>> from mdsd_ot.fast import alpha_star
-    >>> p = np.linspace(1, 2, 5000); p /= p.sum()
-    >>> q = np.linspace(2, 1, 5000); q /= q.sum()
-    >>> round(alpha_star(p, q, n=2, scheme="with"), 12)  # the fused route uses solve_row
-    0.968743492187
+    >>> from mdsd_ot.synthetic import synthetic_pair
+    >>> p, q = synthetic_pair(8000, 1.0, 0)
+    >>> a, b = (alpha_star(p, q, n=2, scheme="with", path=x) for x in ("bucket", "sort"))
+    >>> round(a, 12), abs(a - b) <= 1e-12
+    (0.835236091717, True)
     """
     k = _kernels()
     if k is None:
         return None
     ids = shared["ids"][0]
-    H0 = hists[0][0]
-    H1 = hists[1][0] if len(hists) > 1 else H0
-    ha = int(ids[heavy]) if heavy >= 0 else -1
+    Hs = np.ascontiguousarray(np.concatenate([h for h in hists], axis=0))
+    hpos = np.ascontiguousarray(np.asarray(ctx["heavy"][0], dtype=np.int64))
+    hbkt = ids[hpos].astype(np.int64)
+    hmass = np.ascontiguousarray(np.asarray(ctx["hq"][0], dtype=np.float64))
+    EA = ctx["EA"][0] if "EA" in ctx else np.zeros((1, 1))
+    tau = float(ctx["tau"][0]) if "tau" in ctx else 1.0
+    scale = float(ctx["scale"][0])
     status, best, UB, jb, bstar, cs, srt = k["solve"](
-        LAWS[law], n, p, q, ids, shared["Hp"][0], shared["Hn"][0], H0, H1, heavy, ha,
-        float(hq), float(sp), float(sq), 1.0 / float(sq), edges[0], edges[1], float(tol),
-        float(max_fraction),
+        LAWS[law], n, p, q, ids, shared["Hp"][0], shared["Hn"][0], Hs, hpos, hbkt, hmass,
+        float(sp), float(sq), scale, edges[0], edges[1], float(tol), float(max_fraction),
+        np.ascontiguousarray(EA, dtype=np.float64), float(Nt), tau,
     )  # fmt: skip
     if status:
         return None

@@ -185,24 +185,33 @@ def solve_bucketed(
 
 
 def _solve_fused_row(p, q, sp, sq, law: Chain, shared: dict[str, Any], return_set: bool):
-    """One fused-route row of a law with a closed-form Q, after its histograms, in one
-    compiled call (:func:`mdsd_ot.fast._fused_row.solve_row`); None where it declines."""
+    r"""One fused-route row of a law with a closed-form Q, after its histograms, in one
+    compiled call (:func:`mdsd_ot.fast._fused_row.solve_row`); None where it declines.
+
+    The error bound is the law's (conditional Poisson: :math:`\gamma_D \kappa` with the depth
+    D taken at its largest, every token and bucket; 0 otherwise), tripled, plus :data:`TOL`,
+    as the array code reports it."""
     ctx = law.setup(p, q, sq, np)
     ids, NB = shared["ids"], shared["NB"]
     hists = law.histograms(ids, q, ctx, NB, shared.get("Hq"))
-    heavy = ctx["heavy"]
-    a = int(heavy[0, 0]) if heavy.shape[-1] else -1
-    hq = float(ctx["hq"][0, 0]) if heavy.shape[-1] else 0.0
+    err, Nt = 0.0, 1.0
+    if law.kernel == "conditional-poisson":
+        ctx["L_total"] = [np.cumsum(h[0])[-1:] for h in hists]
+        V = ids.shape[-1]
+        Nts, bound = law._totals(ctx, 2 * V + NB, np)
+        err, Nt = float(bound[0]), float(Nts[0, 0])
+        if not np.isfinite(err):  # ill-conditioned: the array code sorts the row
+            return None
     id0 = shared["id0"]
     edges = hg.bucket_edges(p, shared["sub_bits"], shared["half_window"], id0, id0 + NB, True)
     out = _fused_row.solve_row(
-        law.kernel, law.n, p[0], q[0], shared, hists, a, hq, float(sp[0]), float(sq[0]), edges,
-        TOL, MAX_FRACTION, return_set,
+        law.kernel, law.n, p[0], q[0], shared, hists, ctx, float(sp[0]), float(sq[0]), edges,
+        TOL, MAX_FRACTION, return_set, Nt,
     )  # fmt: skip
     if out is None:
         return None
     alpha, H = out
-    return np.array([alpha]), (None if H is None else H[None, :]), np.array([TOL])
+    return np.array([alpha]), (None if H is None else H[None, :]), np.array([3.0 * err + TOL])
 
 
 def shared_buckets(p: Any, q: Any) -> dict[str, Any]:

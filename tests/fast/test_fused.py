@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mdsd_ot import fast
-from mdsd_ot.fast import _fused, bucket, solver
+from mdsd_ot.fast import _fused, _fused_row, bucket, solver
 from mdsd_ot.synthetic import synthetic_pair
 
 pytest.importorskip("numba", reason="the jit extra (numba) is not installed")
@@ -327,6 +327,7 @@ def test_compiled_bounds_equal_the_array_bounds(kernel, n, monkeypatch):
         return out
 
     monkeypatch.setattr(_fused, "bucket_bounds", spy)
+    monkeypatch.setattr(_fused_row, "serves", lambda *a: False)  # the array code's turn
     rows = {f"T={T}": synthetic_pair(20_000, T, 8) for T in (0.5, 2.0)}
     rows.update(_adversarial(np.random.default_rng(9), 6000))
     for p, q in rows.values():
@@ -355,3 +356,35 @@ def test_sum_less_within_its_bound_and_declines_cancellation():
     x = np.r_[np.full(40, 0.025), np.full(10, 1e-27)]
     hi, lo, eta = _fused.sum_dd(x[None, :])
     assert _fused.sum_less(hi, lo, eta, x[:40][None, :]) is None
+
+
+@pytest.mark.parametrize(
+    "scheme,n", [("with", 2), ("with", 8), ("without", 2), ("conditional-poisson", 2),
+                 ("conditional-poisson", 4), ("conditional-poisson", 8)],
+)  # fmt: skip
+def test_compiled_row_equals_the_array_route(scheme, n, monkeypatch):
+    """One compiled call per row (``_fused_row.solve_row``) gives the α* of the fused array
+    route to 1e-15 and the same optimal set, on the synthetic family (V = 30,000 and 152,064)
+    and the adversarial rows it takes; the rows it declines go the array way."""
+    rows = {f"T={T}": synthetic_pair(30_000, T, 3) for T in (0.5, 1.0, 2.0)}
+    rows["V=152,064"] = synthetic_pair(152_064, 0.7, 1)
+    rows.update(_adversarial(np.random.default_rng(5), 6000))
+    real = _fused_row.solve_row
+    taken = []
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    for name, (p, q) in rows.items():
+        monkeypatch.setattr(_fused_row, "solve_row", spy)
+        taken.clear()
+        a, H = fast.alpha_star(p, q, n=n, scheme=scheme, return_set=True)
+        compiled = any(taken)
+        monkeypatch.setattr(_fused_row, "serves", lambda *a: False)
+        b, Hb = fast.alpha_star(p, q, n=n, scheme=scheme, return_set=True)
+        monkeypatch.undo()
+        assert abs(a - b) <= 1e-15 and np.array_equal(H, Hb), (name, scheme, n)
+        if name.startswith(("T=", "V=")):
+            assert compiled, name
