@@ -300,6 +300,12 @@ def _kernels() -> dict[str, Any] | None:
         return tv[:nt].copy(), ti[:nt].copy()
 
     @jit
+    def _two_sum(a, b):  # pragma: no cover - compiled; a + b = t + e exactly (Knuth)
+        t = a + b
+        z = t - a
+        return t, (a - (t - z)) + (b - z)
+
+    @jit
     def sum2(x):  # pragma: no cover - compiled
         # eight lanes of error-free TwoSum (Ogita, Rump and Oishi's Sum2) in scalar locals (they
         # stay in registers), the lane totals joined by TwoSum too; returns (hi, lo)
@@ -308,60 +314,30 @@ def _kernels() -> dict[str, Any] | None:
         c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = 0.0
         n8 = V - V % 8
         for i in range(0, n8, 8):
-            b = x[i]
-            t = s0 + b
-            z = t - s0
-            c0 += (s0 - (t - z)) + (b - z)
-            s0 = t
-            b = x[i + 1]
-            t = s1 + b
-            z = t - s1
-            c1 += (s1 - (t - z)) + (b - z)
-            s1 = t
-            b = x[i + 2]
-            t = s2 + b
-            z = t - s2
-            c2 += (s2 - (t - z)) + (b - z)
-            s2 = t
-            b = x[i + 3]
-            t = s3 + b
-            z = t - s3
-            c3 += (s3 - (t - z)) + (b - z)
-            s3 = t
-            b = x[i + 4]
-            t = s4 + b
-            z = t - s4
-            c4 += (s4 - (t - z)) + (b - z)
-            s4 = t
-            b = x[i + 5]
-            t = s5 + b
-            z = t - s5
-            c5 += (s5 - (t - z)) + (b - z)
-            s5 = t
-            b = x[i + 6]
-            t = s6 + b
-            z = t - s6
-            c6 += (s6 - (t - z)) + (b - z)
-            s6 = t
-            b = x[i + 7]
-            t = s7 + b
-            z = t - s7
-            c7 += (s7 - (t - z)) + (b - z)
-            s7 = t
+            s0, e0 = _two_sum(s0, x[i])
+            s1, e1 = _two_sum(s1, x[i + 1])
+            s2, e2 = _two_sum(s2, x[i + 2])
+            s3, e3 = _two_sum(s3, x[i + 3])
+            s4, e4 = _two_sum(s4, x[i + 4])
+            s5, e5 = _two_sum(s5, x[i + 5])
+            s6, e6 = _two_sum(s6, x[i + 6])
+            s7, e7 = _two_sum(s7, x[i + 7])
+            c0 += e0
+            c1 += e1
+            c2 += e2
+            c3 += e3
+            c4 += e4
+            c5 += e5
+            c6 += e6
+            c7 += e7
         for i in range(n8, V):  # the tail joins lane 0
-            b = x[i]
-            t = s0 + b
-            z = t - s0
-            c0 += (s0 - (t - z)) + (b - z)
-            s0 = t
-        lanes = (s1, s2, s3, s4, s5, s6, s7)
+            s0, e0 = _two_sum(s0, x[i])
+            c0 += e0
         hi = s0
         lo = ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7))
-        for b in lanes:
-            t = hi + b
-            z = t - hi
-            lo += (hi - (t - z)) + (b - z)
-            hi = t
+        for b in (s1, s2, s3, s4, s5, s6, s7):
+            hi, e = _two_sum(hi, b)
+            lo += e
         return hi, lo
 
     @jit
@@ -409,13 +385,9 @@ def _kernels() -> dict[str, Any] | None:
         # (hi + lo) - sum(vals) by TwoSum steps: the rounding errors, exact, are added to lo
         err = 0.0
         for a in vals:
-            b = -a
-            t = hi + b
-            z = t - hi
-            e = (hi - (t - z)) + (b - z)
+            hi, e = _two_sum(hi, -a)
             lo += e
             err += abs(e)
-            hi = t
         return hi, lo, err
 
     return {
