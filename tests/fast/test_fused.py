@@ -388,3 +388,18 @@ def test_compiled_row_equals_the_array_route(scheme, n, monkeypatch):
         assert abs(a - b) <= 1e-15 and np.array_equal(H, Hb), (name, scheme, n)
         if name.startswith(("T=", "V=")):
             assert compiled, name
+
+
+def test_fused_validation_leaves_sums_near_the_tolerance_to_the_validator():
+    """A row whose sum is within the margin of the tolerance (here 1 + 1e-9 - 1e-11) is judged
+    by the usual validator; the result is that of the kernels-off route."""
+    p, q = synthetic_pair(6000, 1.0, 6)
+    p = p * (1 + 1e-9 - 1e-11)
+    a = fast.alpha_star(p, q, n=2, scheme="with")
+    with _fused.disabled():
+        b = fast.alpha_star(p, q, n=2, scheme="with")
+    assert abs(a - b) <= 1e-12
+    from mdsd_ot.fast import _check
+
+    stats = bucket.validated_front(p, q)[1]
+    assert not _check.fused_rows_ok(stats, 2, "with")
