@@ -212,6 +212,8 @@ class ConditionalPoisson(Chain):
     fused_sub_bits = 6
 
     def setup(self, p, q, sq, xp):
+        if isinstance(q, np.ndarray) and q.shape[0] == 1:
+            return self._setup_row(p, q, sq)
         n = self.n
         h = min(n, q.shape[-1])
         vals, idx = _top(q, h)
@@ -230,6 +232,35 @@ class ConditionalPoisson(Chain):
             E.append(prev + hq[:, i : i + 1] * shifted)
         ctx.update(heavy=heavy, hq=hq, tau=tau, scale=tau / sq, EA=xp.stack(E, axis=1))
         return ctx  # EA: (B, h + 1, n + 1)
+
+    def _setup_row(self, p, q, sq):
+        """:meth:`setup` of one numpy row in Python scalars (the same operations on the h + 1
+        largest masses; numpy's per-call cost dominates arrays of a few entries)."""
+        n = self.n
+        h = min(n, q.shape[-1])
+        vals, idx = _top(q, h)
+        v, ix = vals[0].tolist(), idx[0].tolist()
+        t = v[h] if len(v) > h else 0.0
+        tau = t if t > 0 else 1.0  # no light mass: stats are all 0
+        row_p, row_q = p[0], q[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = {i: float(row_p[i] / row_q[i]) for i in ix[:h]}
+        heavy = sorted(ix[:h], key=lambda i: (keys[i], i))  # chain order: (p/q, index)
+        ks = [keys[i] for i in heavy]
+        s_q = float(sq[0])
+        hq = [float(row_q[i]) / s_q for i in heavy]
+        E = [[1.0] + [0.0] * n]
+        for a in hq:  # E_s(z) = prod over the first s heavy tokens of (1 + z q), degree <= n
+            prev = E[-1]
+            E.append([prev[0] + a * 0.0] + [prev[d] + a * prev[d - 1] for d in range(1, n + 1)])
+        return {
+            "heavy": np.array([heavy], dtype=np.int64).reshape(1, h),
+            "hq": np.array([hq], dtype=q.dtype).reshape(1, h),
+            "tau": np.array([tau], dtype=q.dtype),
+            "scale": np.array([tau], dtype=q.dtype) / sq,
+            "EA": np.array([E], dtype=q.dtype),
+            "heavy_ties": any(a == b for a, b in zip(ks, ks[1:], strict=False)),
+        }
 
     def _u(self, q, ctx, heavy_flags):
         xp = bk.namespace(q)

@@ -17,7 +17,7 @@ import mdsd_ot
 from mdsd_ot import drafts as D
 from mdsd_ot.fast import _backend as bk
 from mdsd_ot.fast import alpha_star, bucket, chain, scan, solver
-from mdsd_ot.synthetic import synthetic_batch
+from mdsd_ot.synthetic import synthetic_batch, synthetic_pair
 from testkit import SYNC_OPS, torch_spy
 
 KERNELS = [
@@ -236,3 +236,24 @@ def test_batch_with_fallback_rows_and_laws(nx64):
     for s, n in laws:
         ref = alpha_star(P, Q, n=n, scheme=s, path="sort")
         assert np.max(np.abs(nx64.to_numpy(out[(s, n)]) - ref)) <= 1e-12, (s, n)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_conditional_poisson_row_setup_equals_the_batched_setup(n):
+    """The one-row set-up in Python scalars gives the batched set-up's heavy tokens, masses,
+    scale and heavy polynomial table exactly, ties among the heavy ratios included."""
+    law = chain.chain_for("conditional-poisson", n)
+    p, q = synthetic_pair(20_000, 0.7, n)
+    tied = p.copy()
+    top = np.argsort(q)[-n:]
+    tied[top] = q[top] * 0.5  # every heavy token at the same ratio
+    for P in (p, tied / tied.sum()):
+        P1, Q1 = P[None], q[None]
+        sq = np.array([q.sum()])
+        one = law.setup(P1, Q1, sq, np)
+        two = chain.ConditionalPoisson.setup(
+            law, np.vstack([P1, P1]), np.vstack([Q1, Q1]), np.r_[sq, sq], np
+        )
+        for k in ("heavy", "hq", "tau", "scale", "EA"):
+            assert np.array_equal(one[k][0], two[k][0]), k
+        assert one["heavy_ties"] == two["heavy_ties"]
