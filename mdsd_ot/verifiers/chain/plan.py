@@ -51,7 +51,9 @@ from .rows import Pairing
 __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 
 #: The constructions, in the order of the module docstring.
-CONSTRUCTIONS: tuple[str, ...] = ("relabel", "cp2", "stream", "top", "cp-swap", "seq-swap")
+CONSTRUCTIONS: tuple[str, ...] = (
+    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq2"
+)  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -92,7 +94,10 @@ class Plan:
         A-priori bound on the total-variation distance of the output law from p caused by
         rounding (``ChainOptimal.certificate`` adds the measured slot-mass imbalance).
     pieces, T : PieceKernel and ndarray, or None
-        The swap constructions' piece kernel and its exact law by slot.
+        The swap constructions' piece kernel and its exact law by slot (``T`` also for
+        ``seq2``).
+    seq2 : Seq2Kernel or None
+        The two relabelling kernels of ``seq2`` (:mod:`.seq2`).
     """
 
     construction: str
@@ -110,6 +115,7 @@ class Plan:
     info: dict[str, Any] = field(default_factory=dict)
     pieces: PieceKernel | None = None
     T: np.ndarray | None = None
+    seq2: Any = None
     dE: np.ndarray | None = None
     key: np.ndarray | None = None
     _rank: np.ndarray | None = None
@@ -341,6 +347,10 @@ def _build(p, q, n, construction, order) -> Plan:
         from .swap import swap_plan
 
         plan = swap_plan(p, q, n, order, construction)
+    elif construction == "seq2":  # n = 2 sequential; seq-swap where seq2 falls short
+        from .seq2 import seq2_or_swap_plan
+
+        plan = seq2_or_swap_plan(p, q, n, order)
     else:
         raise ValueError(
             f"construction: expected one of {', '.join(CONSTRUCTIONS)}, got {construction!r}"
