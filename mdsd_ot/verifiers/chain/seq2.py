@@ -66,6 +66,7 @@ from .relabel import QUANT
 __all__ = [
     "TOL",
     "MAX_ROUNDS",
+    "SCALE_TOL",
     "Seq2Kernel",
     "seq2_plan",
     "seq2_or_swap_plan",
@@ -83,6 +84,9 @@ __all__ = [
 TOL: float = 1e-9
 #: Region-width iterations of :func:`design` before the overfull tokens are scaled down.
 MAX_ROUNDS: int = 12
+#: :func:`design` scales the overfull tokens down at once when that costs at most this much
+#: acceptance (rounding noise: a demand of a few ulps at a token of tiny mass).
+SCALE_TOL: float = 1e-12
 
 EPS = float(np.finfo(np.float64).eps)
 _Q = float(QUANT)
@@ -231,12 +235,15 @@ class Seq2Kernel:
 # -- pairing and design (numpy) ---------------------------------------------------------------
 
 
-def fifo(dE: np.ndarray, live: int) -> tuple[np.ndarray, ...]:
+def fifo(dE: np.ndarray, live: int, E: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     r"""First-in first-out pairing of the demand :math:`dE^+` with the supply :math:`(-dE)^+` on
     the slots ``[0, live)``, counted from the top of the chain.
 
     Only the tokens that take part are kept: the supply up to the last demand unit and the
-    demand up to the last supply unit.  Returns ``(tau, kd, js, dslot, sslot)`` in pairing order
+    demand up to the last supply unit.  With the transfer path E (:math:`E_j` = supply minus
+    demand of the slots >= j, j = 0..V) the supply is searched only above the highest cut with
+    :math:`E_j \ge` the total demand (the supply there already covers every demand unit).
+    Returns ``(tau, kd, js, dslot, sslot)`` in pairing order
     (top down): the transfer of each pair, the index of its demand (supply) token in ``dslot``
     (``sslot``), and the slots of those tokens.  Pairs that rounding puts out of order
     (supply slot <= demand slot) are dropped.
@@ -248,12 +255,21 @@ def fifo(dE: np.ndarray, live: int) -> tuple[np.ndarray, ...]:
     ([2, 0, 0], [3, 3, 1], [0.1, 0.2, 0.0])
     """
     g = dE[live - 1 :: -1] if live > 0 else dE[:0]
-    jd = np.flatnonzero(g > 0)
-    js_ = np.flatnonzero(g < 0)
+    mask = SCRATCH.get("mask", len(g) + 1, dtype=np.bool_)
+    jd = np.flatnonzero(np.greater(g, 0.0, out=mask[: len(g)]))
     z = np.zeros(0, dtype=np.int64)
-    if len(jd) == 0 or len(js_) == 0:
+    if len(jd) == 0:
         return np.zeros(0), z, z, z, z
     ed = np.cumsum(g[jd])
+    top = len(g)
+    if E is not None:  # the highest cut j whose supply above covers the total demand
+        cover = np.greater_equal(E[live::-1], ed[-1], out=mask[: live + 1])  # cuts live..0
+        first = int(np.argmax(cover))
+        if cover[first]:
+            top = first  # cut live - first: the supply in top-down [0, first)
+    js_ = np.flatnonzero(np.less(g[:top], 0.0, out=mask[:top]))
+    if len(js_) == 0:
+        return np.zeros(0), z, z, z, z
     es = np.cumsum(g[js_])
     np.negative(es, out=es)
     nd = min(len(ed), int(np.searchsorted(ed, es[-1], "left")) + 1)
@@ -297,9 +313,10 @@ def design(
     probabilities :math:`W_{t,k} = \sum_{p \ni k} f_p w_{t,p} / \text{mass}_{t,k}`.  W is increasing
     in B, so from :math:`B = 1` the iteration :math:`B \leftarrow \min(B, \max_t W_t)` decreases
     and keeps :math:`W(B) \le B` wherever :math:`B < 1`; it stops at the first B with
-    :math:`W \le 1` everywhere (every pair realises its τ exactly), or after ``max_rounds``
-    (or when B no longer moves), when the pairs of overfull tokens are scaled down by the
-    smaller of their two ends' factors.
+    :math:`W \le 1` everywhere (every pair realises its τ exactly), or after ``max_rounds``,
+    or when B no longer moves, or when scaling costs at most :data:`SCALE_TOL` of acceptance:
+    then the pairs of overfull tokens are scaled down by the smaller of their two ends'
+    factors.
 
     Parameters
     ----------
@@ -324,7 +341,7 @@ def design(
         Region widths of the demand and supply tokens.
     info : dict
         ``rounds`` (widths tried), ``fits`` (no scaling needed), ``overfull`` (largest
-        :math:`\max_t W_t` of the last round).
+        :math:`\max_t W_t` of the last round), ``loss`` (where scaled: the transfer lost).
 
     Examples
     --------
@@ -360,12 +377,18 @@ def design(
         info["rounds"], info["overfull"] = rnd + 1, over
         if over <= 1.0:
             break
+        sd = np.minimum(1.0, 1.0 / np.maximum(Md, 1e-300))
+        ss = np.minimum(1.0, 1.0 / np.maximum(Ms, 1e-300))
+        scale = np.minimum(sd[kd], ss[js])
+        loss = float(tau @ (1.0 - scale))  # the shortfall that scaling now would cost
         nBd, nBs = np.minimum(Bd, Md), np.minimum(Bs, Ms)
-        if rnd == max_rounds - 1 or (np.array_equal(nBd, Bd) and np.array_equal(nBs, Bs)):
-            info["fits"] = False
-            sd = np.minimum(1.0, 1.0 / np.maximum(Md, 1e-300))
-            ss = np.minimum(1.0, 1.0 / np.maximum(Ms, 1e-300))
-            f *= np.minimum(sd[kd], ss[js])
+        if (
+            loss <= SCALE_TOL
+            or rnd == max_rounds - 1
+            or (np.array_equal(nBd, Bd) and np.array_equal(nBs, Bs))
+        ):
+            info["fits"], info["loss"] = False, loss
+            f *= scale
             break
         Bd, Bs = nBd, nBs
     return f, w1, w2, Bd, Bs, info
@@ -452,11 +475,13 @@ def kernel_law(
     rank = np.empty(len(o), dtype=np.int64)
     rank[o] = np.arange(len(o))
     first = int(zo[0]) + 1
-    runs = np.diff(np.append(zo, V))  # slots (z_i, z_{i+1}]: lambda = inclusive sum through i
-    L1run, L2run = np.repeat(lam[0], runs), np.repeat(lam[1], runs)
+    runs = np.diff(np.append(zo, V - 1))  # slots (z_i, z_{i+1}]: the inclusive sum through i
     Tv = T[first:]
-    Tv += r[first:] * L2run[: V - first]
-    Tv += qn[first:] * L1run[: V - first]
+    buf = SCRATCH.get("lamrun", V - first)
+    for lm, m in ((lam[1], r), (lam[0], qn)):
+        buf[:] = np.repeat(lm, runs)
+        buf *= m[first:]
+        Tv += buf
     ex1 = np.concatenate([[0.0], lam[0][:-1]])[rank]  # Lambda_1 at each paired token
     ex2 = np.concatenate([[0.0], lam[1][:-1]])[rank]
     L1d, L1s, L2d, L2s = ex1[:nd], ex1[nd:], ex2[:nd], ex2[nd:]
@@ -550,12 +575,14 @@ def seq2_plan(
     V = len(order)
     live = V if qs[-1] > 0 else int(np.count_nonzero(q))
     qn, r = _masses(qs)
-    c0 = SCRATCH.get("c0", V + 1)  # cumulative q and r with a leading 0 (c0[k] = c_{k-1})
-    c0[0] = 0.0
-    np.cumsum(qn, out=c0[1:])
-    R0 = SCRATCH.get("R0", V + 1)
-    R0[0] = 0.0
-    np.cumsum(r, out=R0[1:])
+    # cumulative q and r with a leading 0 (c0[k] = c_{k-1}), both in one complex cumulative
+    # sum (two independent chains of additions; the same sums as two float cumsums)
+    z = SCRATCH.get("cz", V + 1, dtype=np.complex128)
+    z[0] = 0.0
+    z.real[1:] = qn
+    z.imag[1:] = r
+    np.cumsum(z, out=z)
+    c0, R0 = z.real, z.imag
     D = np.multiply(r, c0[:-1], out=SCRATCH.get("D", V))
     tmp = np.multiply(qn, R0[:-1], out=SCRATCH.get("tmp", V))
     D += tmp
@@ -572,9 +599,8 @@ def seq2_plan(
     np.maximum(F, 0.0, out=F)
     dE = np.subtract(F[1:], F[:-1], out=tmp)
     s = np.add(D, dE, out=kept("s", V))
-    np.minimum(s, ps, out=s)
-    np.maximum(s, 0.0, out=s)
-    tau, kd, js, dslot, sslot = fifo(dE, live)
+    np.clip(s, 0.0, ps, out=s)
+    tau, kd, js, dslot, sslot = fifo(dE, live, F)
     nd, ns = len(dslot), len(sslot)
     x, y = dslot[kd], sslot[js]
     rx, qx, ry, qy = r[x], qn[x], r[y], qn[y]
