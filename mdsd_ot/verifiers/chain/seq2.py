@@ -359,7 +359,8 @@ def design(
     Bd, Bs = np.ones(nd), np.ones(ns)
     info: dict[str, Any] = {"rounds": 0, "fits": True, "overfull": 0.0}
     f = np.zeros(len(tau))
-    for rnd in range(max(1, max_rounds)):
+    last = max(1, max_rounds) - 1
+    for rnd in range(last + 1):
         if rnd == 0:
             a = span[0] - 0.5 * (qx + qy)
             b = span[1] - 0.5 * (rx + ry)
@@ -384,7 +385,7 @@ def design(
         nBd, nBs = np.minimum(Bd, Md), np.minimum(Bs, Ms)
         if (
             loss <= SCALE_TOL
-            or rnd == max_rounds - 1
+            or rnd == last
             or (np.array_equal(nBd, Bd) and np.array_equal(nBs, Bs))
         ):
             info["fits"], info["loss"] = False, loss
@@ -646,7 +647,7 @@ def seq2_or_swap_plan(
 
     if n != 2:
         return swap_plan(p, q, n, order, "seq-swap")
-    plan = seq2_plan(p, q, n, order)
+    plan = seq2_plan(p, q, n, order, max_rounds=MAX_ROUNDS)
     if plan.info["shortfall"] <= tol:
         return plan
     alt = swap_plan(p, q, n, plan.order, "seq-swap")
@@ -669,13 +670,26 @@ def _cum0(x: list) -> list:
     return out
 
 
-def seq2_lists(ps: list, qs: list, max_rounds: int = MAX_ROUNDS) -> dict[str, Any]:
+def _round_up(x: Any, bits: int = 40) -> Any:
+    r"""x rounded up to a multiple of 2**-bits (Fractions; floats are returned as they are).
+
+    Rounding the next region width up keeps the iteration's invariant :math:`W(B) \le B`
+    (W(B') <= W(B) = x <= B' whenever x <= B' <= B) and the Fractions small."""
+    if not isinstance(x, Fraction):
+        return x
+    return Fraction(-((-x.numerator << bits) // x.denominator), 1 << bits)
+
+
+def seq2_lists(ps: list, qs: list, max_rounds: int | None = None) -> dict[str, Any]:
     r"""The ``seq2`` construction on lists in chain order (exact for Fractions; no rounding).
 
     Returns a dict with ``D``, ``s`` (the sub-law), ``pairs`` (``[(x, y, tau), ...]``), ``B``,
     ``rows1`` / ``rows2`` (kernel rows ``{level: prob}`` of each slot for first and second
-    draws, levels as in :class:`Seq2Kernel`), ``fits`` and ``rounds``.  The masses are
-    normalised by :math:`\sum q`.
+    draws, levels as in :class:`Seq2Kernel`), ``qn`` and ``r`` (the masses, q normalised by
+    :math:`\sum q`), ``fits`` and ``rounds`` (at most ``max_rounds``, default
+    :data:`MAX_ROUNDS`).  The same steps as :func:`seq2_plan` without the rounding guards: the
+    iteration stops only when every token fits, when B no longer moves or after
+    ``max_rounds``.
 
     Examples
     --------
@@ -689,6 +703,7 @@ def seq2_lists(ps: list, qs: list, max_rounds: int = MAX_ROUNDS) -> dict[str, An
     from .relabel import fifo_pairs_list
     from .sublaw import optimal_sublaw_list
 
+    max_rounds = MAX_ROUNDS if max_rounds is None else max_rounds
     zero = qs[0] - qs[0]
     one = zero + 1
     V = len(qs)
@@ -706,7 +721,8 @@ def seq2_lists(ps: list, qs: list, max_rounds: int = MAX_ROUNDS) -> dict[str, An
     B = [one if side[k] else zero for k in range(V)]
     info = {"fits": True, "rounds": 0}
     ms: list = []
-    for rnd in range(max(1, max_rounds)):
+    last = max(1, max_rounds) - 1
+    for rnd in range(last + 1):
         ms, Wt = [], [[zero] * V, [zero] * V]
         for x, y, tau in pairs:
             w1, w2 = min(r[x], r[y]), min(qn[x], qn[y])
@@ -721,8 +737,8 @@ def seq2_lists(ps: list, qs: list, max_rounds: int = MAX_ROUNDS) -> dict[str, An
         info["rounds"] = rnd + 1
         if all(v <= one for v in M):
             break
-        nB = [min(B[k], M[k]) if side[k] else zero for k in range(V)]
-        if rnd == max_rounds - 1 or nB == B:
+        nB = [min(B[k], _round_up(M[k])) if side[k] else zero for k in range(V)]
+        if rnd == last or nB == B:
             info["fits"] = False
             sc = [min(one, one / M[k]) if M[k] > 0 else one for k in range(V)]
             ms = [
