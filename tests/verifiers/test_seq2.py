@@ -1,4 +1,4 @@
-"""The ``seq2`` construction: two sequential drafts without replacement (proofs/optimal_verifier.md, §5).
+"""The ``seq2`` construction: two sequential drafts without replacement (proofs/optimal_verifier.md, §9).
 
 Exact checks (Fractions): the product identity and the two-kernel linear law against
 enumeration of ordered pairs and kernel rows (arbitrary kernels, V <= 6); the exact plan's output
@@ -53,7 +53,7 @@ def _random_rows(rng: np.random.Generator, V: int, levels: int) -> list[dict[int
 
 
 def test_linear_law_equals_enumeration():
-    """Lemma 11 / Theorem 5: for any two kernels on any levels (not necessarily keeping the
+    """Lemma 12: for any two kernels on any levels (not necessarily keeping the
     level masses), the sequential law of "higher level wins, tie a coin" is the linear law
     computed from the realised level masses."""
     rng = np.random.default_rng(21)

@@ -2,7 +2,7 @@ r"""Build the chain verifier for one position: sort once, sub-law, pairs, kernel
 
 A :class:`Plan` is everything :func:`mdsd_ot.verifiers.chain.sample.sample_plan` needs, indexed
 by the original token ids: the slot (rank) of each token, the relabelling kernel, the probability
-of accepting a selected token and the residual law.  Four constructions
+of accepting a selected token and the residual law.  The constructions
 (proofs/optimal_verifier.md):
 
 ``relabel`` (i.i.d. drafts, any n)
@@ -25,6 +25,14 @@ of accepting a selected token and the residual law.  Four constructions
     A piece kernel designed by a fixed point whose exact law T dominates s up to a certified
     shortfall ε (:mod:`.swap`); accept w.p. :math:`\min(s, T)/T`.  Acceptance
     :math:`\sum \min(s, T) \ge \alpha^* - \varepsilon`, ε of the order of 1e-11 measured.
+``seq2`` (sequential without replacement, n = 2)
+    The ordered pair is the product law :math:`\hat r \otimes q` given two different values;
+    the first draft is relabelled by kernel A1, the second by A2 (swaps between regions at the
+    bottom of demand slots and the top of supply slots, :mod:`.seq2`), the higher level wins,
+    and the exact law T of the quantised kernels gives the thinning :math:`\min(s, T)/T`.
+    Acceptance α* wherever the region design fits (measured: everywhere so far); where
+    :math:`\sum (s - T)^+` exceeds :data:`~mdsd_ot.verifiers.chain.seq2.TOL` the plan is the
+    ``seq-swap`` plan, with ``info["fallback"]``.
 
 Examples
 --------

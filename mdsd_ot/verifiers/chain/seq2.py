@@ -1,4 +1,4 @@
-r"""The ``seq2`` plan: two sequential drafts without replacement (proofs/optimal_verifier.md, §5).
+r"""The ``seq2`` plan: two sequential drafts without replacement (proofs/optimal_verifier.md, §9).
 
 For ``WithoutReplacement(q, 2)`` the ordered draft pair has
 :math:`\Pr[X_1 = a, X_2 = b] = r_a q_b` (:math:`a \ne b`), :math:`r = q / (1 - q)`: the product
@@ -34,8 +34,9 @@ from a monotone iteration from above (:func:`design`): :math:`B = 1` (plain slot
 :math:`B \leftarrow \max(W_1, W_2)`, the probabilities moved out of each token, until every
 token fits (:math:`W \le 1`; in exact arithmetic :math:`W \le B` then holds everywhere).  Where
 no fit is reached the pairs of the overfull tokens are scaled down and the plan falls short of
-the optimum by the computed :math:`\sum (s - T)^+`; ``build_plan(..., "seq2")`` then uses
-``seq-swap`` instead (:func:`seq2_or_swap_plan`).
+the optimum by the computed :math:`\sum (s - T)^+`; above :data:`TOL` ``build_plan(..., "seq2")``
+uses ``seq-swap`` instead (:func:`seq2_or_swap_plan`).  Lemmas 11-13 and Theorem 5 of the note
+prove that a design that fits attains α*; that it always fits is measured, not proved.
 
 Kernel probabilities are multiples of :math:`2^{-52}` (the sampler draws integers), and the law
 T of the quantised kernels is computed with their actual level masses (:func:`kernel_law`), so
@@ -439,7 +440,7 @@ def kernel_law(
     :math:`C_{t,k-1} + \Lambda_{t,k}` (:math:`C_2` = ``c0``, the cumulative q; :math:`C_1` =
     ``R0``, the cumulative r; both with a leading 0), so every slot has
     :math:`T_k = D_k + r_k \Lambda_{2,k} + q_k \Lambda_{1,k}` plus, for a paired slot, the terms
-    of its moves and of its two sub-levels (proofs/optimal_verifier.md, §5.4).  Every term is a
+    of its moves and of its two sub-levels (proofs/optimal_verifier.md, §9.5).  Every term is a
     product of non-negative factors, or a move's mass times a difference of level masses, so
     none cancels catastrophically (in particular none is a difference of
     :math:`r_k \varphi_2` and :math:`r_k q_k / 2` when one token holds almost all of q).
@@ -504,7 +505,7 @@ def kernel_law(
     ly = m1y * (G2 - 0.5 * (qx * Bx + d2x) + 0.5 * qy)
     ly += m2y * (G1 - 0.5 * (rx * Bx + d1x) + 0.5 * ry)
     big = (m1x + m1y) @ (c0[y] + c0[x] + qx + qy) + (m2x + m2y) @ (R0[y] + R0[x] + rx + ry)
-    # own sub-levels (the closed forms of section 5.4)
+    # own sub-levels (the closed forms of section 9.5)
     qd, rd = qn[dslot], r[dslot]
     qs_, rs_ = qn[sslot], r[sslot]
     W1d, W2d = kern.Wd
@@ -823,7 +824,3 @@ def enumerate_law_list(qn: list, rows1: list, rows2: list) -> list:
             for tok, pr in select_pair(rows1[a], rows2[b], a, b).items():
                 T[tok] += w * pr
     return T
-
-
-def _as_fraction(x: Any) -> Fraction:  # pragma: no cover - helper for callers
-    return Fraction(x)
