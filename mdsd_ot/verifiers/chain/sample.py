@@ -183,8 +183,7 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
         sel_slot = plan.slots_of(sel)
     elif plan.seq2 is not None:  # first draft by kernel A1, second by A2; higher level wins
         own = plan.slots_of(t)
-        l1 = plan.seq2.levels(own[:, 0], 1, rng)
-        l2 = plan.seq2.levels(own[:, 1], 2, rng)
+        l1, l2 = plan.seq2.pair_levels(own[:, 0], own[:, 1], rng)
         pick = np.where(l1 == l2, rng.random(len(t)) < 0.5, l2 > l1).astype(np.int64)
         sel, sel_slot = t[rows, pick], own[rows, pick]
     else:

@@ -76,6 +76,7 @@ __all__ = [
     "kernel_law",
     "seq2_lists",
     "linear_law_list",
+    "select_pair",
     "enumerate_law_list",
 ]
 
@@ -94,7 +95,7 @@ _Q = float(QUANT)
 
 
 def _sum_by(idx: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
-    """``_sum_by(idx, w, n)`` as float64 (also when there are no entries)."""
+    """``np.bincount(idx, w, n)`` as float64 (also when there are no entries)."""
     if len(idx) == 0:
         return np.zeros(n)
     return np.bincount(idx, w, n)
@@ -109,6 +110,7 @@ def _floor_q(x: np.ndarray) -> np.ndarray:
 
 
 def _ceil_q(x: np.ndarray) -> np.ndarray:
+    """x rounded up to a multiple of 1/QUANT (a new array)."""
     x = x * _Q
     np.ceil(x, out=x)
     x /= _Q
@@ -167,13 +169,14 @@ class Seq2Kernel:
         side = np.zeros(len(slots), dtype=np.int8)
         idx = np.zeros(len(slots), dtype=np.int64)
         for sgn, tok in ((-1, self.dslot), (1, self.sslot)):
-            if len(tok) == 0:
+            n = len(tok)
+            if n == 0:
                 continue
-            asc = tok[::-1]
-            pos = np.minimum(np.searchsorted(asc, slots), len(tok) - 1)
-            hit = asc[pos] == slots
+            # tok is descending: the number of entries > slot is the count of -tok < -slot
+            pos = np.minimum(n - np.searchsorted(tok[::-1], slots, "right"), n - 1)
+            hit = tok[pos] == slots
             side[hit] = sgn
-            idx[hit] = len(tok) - 1 - pos[hit]
+            idx[hit] = pos[hit]
         return side, idx
 
     def rows(self, slots: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -213,24 +216,50 @@ class Seq2Kernel:
         c = 0 if kind == 1 else 2
         mv_p = np.where(as_x, self.prob[c][e], self.prob[c + 1][e])
         mv_lev = np.where(as_x, 2 * self.sslot[self.js[e]] + 1, 2 * self.dslot[self.kd[e]])
-        rows = np.concatenate([np.arange(k), np.arange(k), g])
-        lev = np.concatenate([rest, region, mv_lev])
-        pr = np.concatenate([1.0 - B, B - W, mv_p])
-        o = np.argsort(rows, kind="stable")
-        return rows[o], lev[o], pr[o]
+        start = np.cumsum(cnt + 2) - (cnt + 2)  # row i: rest, region, then its moves
+        m = int(start[-1] + cnt[-1] + 2) if k else 0
+        rows, lev, pr = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m)
+        at = start + 1
+        rows[start], lev[start], pr[start] = np.arange(k), rest, 1.0 - B
+        rows[at], lev[at], pr[at] = np.arange(k), region, B - W
+        at = start[g] + 2 + (e - lo[g])
+        rows[at], lev[at], pr[at] = g, mv_lev, mv_p
+        return rows, lev, pr
 
     def levels(self, slots: np.ndarray, kind: int, rng: np.random.Generator) -> np.ndarray:
         """One level per draw of type ``kind`` from the given slots (integer uniforms: the
         kernel's probabilities are realised exactly)."""
+        return self.pair_levels(np.asarray(slots, dtype=np.int64), None, rng, kind)[0]
+
+    def pair_levels(
+        self, first: np.ndarray, second: np.ndarray | None, rng: np.random.Generator, kind: int = 1
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Levels of the first drafts (slots ``first``, kernel A1) and of the second drafts
+        (``second``, A2), in one vectorised draw (``kind`` is the first array's kernel when
+        ``second`` is None)."""
         from .sample import _draw_entries
 
-        slots = np.asarray(slots, dtype=np.int64)
-        uniq, inv = np.unique(slots.ravel(), return_inverse=True)
-        row, lev, pr = self.rows(uniq, kind)
-        keep = pr > 0
-        row, lev, pr = row[keep], lev[keep], pr[keep]
-        idx, _ = _draw_entries(row, pr, len(uniq), inv.ravel(), rng)
-        return lev[np.minimum(idx, len(lev) - 1)].reshape(slots.shape)
+        parts = [(np.asarray(first, dtype=np.int64), kind)]
+        if second is not None:
+            parts.append((np.asarray(second, dtype=np.int64), 2))
+        rows, levs, prs, draw_rows = [], [], [], []
+        base = 0
+        for slots, knd in parts:
+            uniq, inv = np.unique(slots.ravel(), return_inverse=True)
+            row, lev, pr = self.rows(uniq, knd)
+            keep = pr > 0
+            rows.append(row[keep] + base)
+            levs.append(lev[keep])
+            prs.append(pr[keep])
+            draw_rows.append(inv.ravel() + base)
+            base += len(uniq)
+        lev = np.concatenate(levs)
+        idx, _ = _draw_entries(np.concatenate(rows), np.concatenate(prs), base,
+                               np.concatenate(draw_rows), rng)  # fmt: skip
+        out = lev[np.minimum(idx, len(lev) - 1)]
+        n1 = parts[0][0].size
+        l1 = out[:n1].reshape(parts[0][0].shape)
+        return l1, (out[n1:].reshape(parts[1][0].shape) if second is not None else None)
 
 
 # -- pairing and design (numpy) ---------------------------------------------------------------
@@ -444,16 +473,21 @@ def kernel_law(
     product of non-negative factors, or a move's mass times a difference of level masses, so
     none cancels catastrophically (in particular none is a difference of
     :math:`r_k \varphi_2` and :math:`r_k q_k / 2` when one token holds almost all of q).
+    Slots without a pair get :math:`\hat T_k = D_k`: the imbalance :math:`\Lambda` (rounding
+    of the kernel's probabilities, a few ulps of the moved masses) moves their law by at most
+    :math:`\sum_i |\delta_{2,i}|\, r(\text{slots} > z_i) + |\delta_{1,i}|\, q(\text{slots} > z_i)`
+    over the paired slots :math:`z_i`, which is added to the bound (a pass over V saved).
 
-    Returns T and a bound on :math:`\sum_k |\hat T_k - T_k|` (rounding): :math:`2 (V + 20)\,
-    \epsilon` times the sum of the absolute values of all terms and of the factors' sizes.
+    Returns T and a bound on :math:`\sum_k |\hat T_k - T_k|`: :math:`2 (V + 20)\, \epsilon`
+    times the sum of the absolute values of all terms and of the factors' sizes (rounding),
+    plus twice that imbalance bound.
     """
     V = len(D)
     dslot, sslot, kd, js = kern.dslot, kern.sslot, kern.kd, kern.js
     nd, ns = len(dslot), len(sslot)
     T = out if out is not None else np.empty(V)
-    np.copyto(T, D)
     if nd == 0 or ns == 0:
+        np.copyto(T, D)
         return T, 2.0 * (V + 20) * EPS * 2.0
     x, y = dslot[kd], sslot[js]
     p1x, p1y, p2x, p2y = kern.prob
@@ -468,30 +502,27 @@ def kernel_law(
     zs = np.concatenate([dslot, sslot])
     o = np.argsort(zs, kind="stable")
     zo = zs[o]
-    lam = []
+    ex = []
     for dd, ds in ((d1d, d1s), (d2d, d2s)):
         cum = np.concatenate([dd, ds])[o]
         np.cumsum(cum, out=cum)
-        lam.append(cum)
-    # the exclusive value at each paired token and the constant runs above each one
+        cum -= np.concatenate([dd, ds])[o]  # exclusive: the imbalance of the paired slots below
+        ex.append(cum)
     rank = np.empty(len(o), dtype=np.int64)
     rank[o] = np.arange(len(o))
-    first = int(zo[0]) + 1
-    runs = np.diff(np.append(zo, V - 1))  # slots (z_i, z_{i+1}]: the inclusive sum through i
-    Tv = T[first:]
-    buf = SCRATCH.get("lamrun", V - first)
-    for lm, m in ((lam[1], r), (lam[0], qn)):
-        buf[:] = np.repeat(lm, runs)
-        buf *= m[first:]
-        Tv += buf
-    ex1 = np.concatenate([[0.0], lam[0][:-1]])[rank]  # Lambda_1 at each paired token
-    ex2 = np.concatenate([[0.0], lam[1][:-1]])[rank]
+    ex1, ex2 = ex[0][rank], ex[1][rank]  # Lambda_1, Lambda_2 at each paired token
     L1d, L1s, L2d, L2s = ex1[:nd], ex1[nd:], ex2[:nd], ex2[nd:]
-    absv = np.concatenate([vis1d + out1d, vis1s + out1s])[o]
+    # the slots without pairs keep T = D: the imbalance below them moves their law by
+    # r Lambda_2 + q Lambda_1, at most sum_i |delta_i| (mass above z_i) in all (a bound only)
+    np.copyto(T, D)
     tail_r = np.maximum(R0[-1] - R0[zo + 1], 0.0)
     tail_q = np.maximum(c0[-1] - c0[zo + 1], 0.0)
-    absv2 = np.concatenate([vis2d + out2d, vis2s + out2s])[o]
-    absum = 2.0 + float(absv2 @ tail_r + absv @ tail_q)
+    d1z = np.abs(np.concatenate([d1d, d1s])[o])
+    d2z = np.abs(np.concatenate([d2d, d2s])[o])
+    unpaired = float(d2z @ tail_r + d1z @ tail_q)
+    a1z = np.concatenate([vis1d + out1d, vis1s + out1s])[o]
+    a2z = np.concatenate([vis2d + out2d, vis2s + out2s])[o]
+    absum = 2.0 + float(a2z @ tail_r + a1z @ tail_q)
     # moves: G = level mass of the slots x..y-1 (type 2 in q units, type 1 in r units)
     Bd, Bs = kern.Bd, kern.Bs
     Bx, By = Bd[kd], Bs[js]
@@ -514,11 +545,13 @@ def kernel_law(
     own_d += rd * d2d * (1.0 - 0.5 * (Bd + W1d)) + qd * d1d * (1.0 - 0.5 * (Bd + W2d))
     own_s = -0.5 * (1.0 - Bs) * (qs_ * out1s + rs_ * out2s)
     own_s += 0.5 * (rs_ * d2s * (Bs - W1s) + qs_ * d1s * (Bs - W2s))
-    T[dslot] += _sum_by(kd, gx, nd) + own_d
-    T[sslot] += own_s - _sum_by(js, ly, ns)
+    base_d = rd * L2d + qd * L1d
+    base_s = rs_ * L2s + qs_ * L1s
+    T[dslot] += _sum_by(kd, gx, nd) + own_d + base_d
+    T[sslot] += own_s - _sum_by(js, ly, ns) + base_s
     absum += float(big + np.abs(gx).sum() + np.abs(ly).sum())
     absum += float(np.abs(own_d).sum() + np.abs(own_s).sum())
-    return T, 2.0 * (V + 20) * EPS * absum
+    return T, 2.0 * (V + 20) * EPS * absum + 2.0 * unpaired
 
 
 # -- the plan ---------------------------------------------------------------------------------
