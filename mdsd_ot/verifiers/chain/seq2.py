@@ -236,7 +236,17 @@ class Seq2Kernel:
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Levels of the first drafts (slots ``first``, kernel A1) and of the second drafts
         (``second``, A2), in one vectorised draw (``kind`` is the first array's kernel when
-        ``second`` is None)."""
+        ``second`` is None).
+
+        Examples
+        --------
+        >>> plan = seq2_plan(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.4, 0.3, 0.2, 0.1]),
+        ...                  2, np.arange(4))
+        >>> l1, l2 = plan.seq2.pair_levels(np.array([0, 3]), np.array([3, 0]),
+        ...                                np.random.default_rng(0))
+        >>> l1.shape, bool(((l1 >= 0) & (l1 < 8)).all())
+        ((2,), True)
+        """
         from .sample import _draw_entries
 
         parts = [(np.asarray(first, dtype=np.int64), kind)]
@@ -478,9 +488,32 @@ def kernel_law(
     :math:`\sum_i |\delta_{2,i}|\, r(\text{slots} > z_i) + |\delta_{1,i}|\, q(\text{slots} > z_i)`
     over the paired slots :math:`z_i`, which is added to the bound (a pass over V saved).
 
-    Returns T and a bound on :math:`\sum_k |\hat T_k - T_k|`: :math:`2 (V + 20)\, \epsilon`
-    times the sum of the absolute values of all terms and of the factors' sizes (rounding),
-    plus twice that imbalance bound.
+    Parameters
+    ----------
+    D, qn, r : (V,) ndarrays
+        The deterministic rule's law, q (normalised) and r by slot.
+    c0, R0 : (V + 1,) ndarrays
+        Cumulative q and r with a leading 0.
+    kern : Seq2Kernel
+        The quantised kernels.
+    out : (V,) ndarray, optional
+        Where to write T.
+
+    Returns
+    -------
+    T : (V,) ndarray
+        The selection law by slot.
+    err : float
+        A bound on :math:`\sum_k |\hat T_k - T_k|`: :math:`2 (V + 20)\, \epsilon` times the sum
+        of the absolute values of all terms and of the factors' sizes (rounding), plus twice
+        that imbalance bound.
+
+    Examples
+    --------
+    >>> plan = seq2_plan(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.4, 0.3, 0.2, 0.1]),
+    ...                  2, np.arange(4))
+    >>> bool(abs(plan.T.sum() - 1.0) < 1e-15), bool((plan.T >= plan.s - 1e-15).all())
+    (True, True)
     """
     V = len(D)
     dslot, sslot, kd, js = kern.dslot, kern.sslot, kern.kd, kern.js
@@ -804,7 +837,18 @@ def linear_law_list(qn: list, rows1: list, rows2: list) -> list:
 
     :math:`T_i = r_i \sum_l A_{1,il} (\varphi_2(l) - q_i/2) + q_i \sum_l A_{2,il}
     (\varphi_1(l) - r_i/2)`, with :math:`\nu_1 = r A_1`, :math:`\nu_2 = q A_2` the level masses
-    (q normalised) and :math:`\varphi_t(l) = \nu_t(< l) + \nu_t(l)/2`.
+    (q normalised) and :math:`\varphi_t(l) = \nu_t(< l) + \nu_t(l)/2` (Lemma 12 of the note;
+    any kernels, the level masses need not be kept).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as Fr
+    >>> q = [Fr(1, 2), Fr(1, 3), Fr(1, 6)]
+    >>> ident = [{0: Fr(1)}, {2: Fr(1)}, {4: Fr(1)}]  # select the draft in the higher slot
+    >>> [str(t) for t in linear_law_list(q, ident, ident)]
+    ['0', '7/12', '5/12']
+    >>> linear_law_list(q, ident, ident) == enumerate_law_list(q, ident, ident)
+    True
     """
     zero = qn[0] - qn[0]
     r = [v / (1 - v) for v in qn]
@@ -829,7 +873,15 @@ def linear_law_list(qn: list, rows1: list, rows2: list) -> list:
 
 def select_pair(row1: dict, row2: dict, a: int, b: int) -> dict[int, Any]:
     """The selection law of the rule for the ordered drafts (a, b): a relabelled by ``row1``,
-    b by ``row2``, the higher level wins, a tie is a fair coin."""
+    b by ``row2``, the higher level wins, a tie is a fair coin.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as Fr
+    >>> out = select_pair({0: Fr(1, 2), 3: Fr(1, 2)}, {3: Fr(1)}, 5, 7)
+    >>> str(out[5]), str(out[7])  # level 3 ties half the time
+    ('1/4', '3/4')
+    """
     out: dict[int, Any] = {}
     for l1, p1 in row1.items():
         for l2, p2 in row2.items():
@@ -846,7 +898,16 @@ def select_pair(row1: dict, row2: dict, a: int, b: int) -> dict[int, Any]:
 
 def enumerate_law_list(qn: list, rows1: list, rows2: list) -> list:
     r"""The sequential selection law by enumeration of the ordered pairs (a, b), a != b, of
-    weight :math:`q_a q_b / (1 - q_a)` and of the kernel rows' entries (lists, exact)."""
+    weight :math:`q_a q_b / (1 - q_a)` and of the kernel rows' entries (lists, exact).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as Fr
+    >>> q = [Fr(1, 2), Fr(1, 2)]
+    >>> first_wins = [{0: Fr(1)}, {0: Fr(1)}], [{-1: Fr(1)}, {-1: Fr(1)}]
+    >>> [str(t) for t in enumerate_law_list(q, *first_wins)]  # the first draft: 1/2 each
+    ['1/2', '1/2']
+    """
     zero = qn[0] - qn[0]
     T = [zero] * len(qn)
     for a, qa in enumerate(qn):
