@@ -25,7 +25,11 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    and 2,000, i.i.d. drafts, n = 2;
 4. (``--accuracy``) the certified ε, the law's error bound, the fixed-point iterations and the
    setup time of the swap constructions (sequential n = 2, 3, 4; conditional Poisson n = 3, 4)
-   at V = 2,000 and 152,064 and temperatures 0.5, 1, 2.
+   at V = 2,000 and 152,064 and temperatures 0.5, 1, 2;
+5. (``--seq2 SEEDS``) the ``seq2`` construction (two sequential drafts, the default for them):
+   ε = α* − acceptance, its shortfall Σ(s − T)^+, the region rounds, how often it falls back to
+   ``seq-swap``, the law's error bound and the setup time, over SEEDS seeds and noise 0.5, 1, 2
+   of the synthetic family at V = 2,000 and 152,064 and temperatures 0.5, 1, 2.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -36,6 +40,7 @@ Usage::
     python benchmarks/optimal_verifier.py                  # sections 1-3
     python benchmarks/optimal_verifier.py --baseline f2d6bc5 --accuracy
     python benchmarks/optimal_verifier.py --quick          # fewer repetitions, V = 500 reduced only
+    python benchmarks/optimal_verifier.py --seq2 10        # sections 1-3 and 5
 """
 
 from __future__ import annotations
@@ -246,6 +251,38 @@ def accuracy(sizes: tuple[int, ...]) -> None:
                       f"setup {dt:7.2f} s", flush=True)  # fmt: skip
 
 
+def seq2_accuracy(sizes: tuple[int, ...], seeds: int) -> None:
+    """Section 5: the seq2 construction (two sequential drafts) on the synthetic family."""
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.synthetic import synthetic_pair
+    from mdsd_ot.verifiers.chain import build_plan
+
+    print("\n5. seq2 (sequential n = 2): eps = alpha* - acceptance, region rounds, fallback")
+    for V in sizes:
+        for T in (0.5, 1.0, 2.0):
+            eps, rounds, short, falls, ms, err = [], [], [], 0, [], []
+            for seed in range(1, seeds + 1):
+                for noise in (0.5, 1.0, 2.0):
+                    p, q = synthetic_pair(V, T, np.random.default_rng(seed), noise=noise)
+                    t0 = time.perf_counter()
+                    plan = build_plan(p, q, 2, "seq2")
+                    ms.append((time.perf_counter() - t0) * 1e3)
+                    a = float(alpha_star(p, q, n=2, scheme="without"))
+                    eps.append(max(0.0, a - plan.acceptance))
+                    err.append(plan.law_error)
+                    if plan.construction != "seq2":
+                        falls += 1
+                        rounds.append(plan.info["fallback"]["rounds"])
+                        short.append(plan.info["fallback"]["shortfall"])
+                    else:
+                        rounds.append(plan.info["rounds"])
+                        short.append(plan.info["shortfall"])
+            print(f"  V={V:6d} T={T:3.1f}: {len(eps)} positions (seeds 1-{seeds}, noise 0.5/1/2)"
+                  f"  eps max {max(eps):.1e} median {np.median(eps):.1e}  shortfall max "
+                  f"{max(short):.1e}  rounds <= {max(rounds)}  fallback {falls}  law error <= "
+                  f"{max(err):.1e}  setup median {np.median(ms):.1f} ms", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -253,6 +290,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--baseline", default=None, help="git revision to compare with (section 1)")
     ap.add_argument("--accuracy", action="store_true", help="also run section 4")
+    ap.add_argument("--seq2", type=int, default=0, metavar="SEEDS",
+                    help="also run section 5 (seq2 on SEEDS seeds x 3 noise levels)")  # fmt: skip
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -269,6 +308,8 @@ def main() -> None:
     reduced((500,) if a.quick else (500, 2000))
     if a.accuracy:
         accuracy((2000,) if a.quick else (2000, V_BIG))
+    if a.seq2:
+        seq2_accuracy((2000,) if a.quick else (2000, V_BIG), a.seq2)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -31,6 +31,9 @@ __all__ = [
     "check_stream_cut_law",
     "check_transfer_model",
     "check_series_bound",
+    "check_seq2_product_law",
+    "check_seq2_region_swap",
+    "check_seq2_design",
 ]
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
@@ -427,3 +430,118 @@ def check_series_bound(trials: int = 12, seed: int = 7) -> dict:
         assert dev <= Fr(err), (V, n, float(dev), err)
         worst = max(worst, float(dev))
     return {"kernels": trials, "largest deviation": worst}
+
+
+# -- §9: two sequential drafts, the product law -------------------------------------------------
+
+
+def _seq2_rows(rng: random.Random, V: int) -> list[dict[int, Fr]]:
+    rows = []
+    for _ in range(V):
+        lev = rng.sample(range(2 * V), rng.randint(1, 3))
+        w = [Fr(rng.randint(1, 4)) for _ in lev]
+        rows.append({a: b / sum(w) for a, b in zip(lev, w, strict=True)})
+    return rows
+
+
+def check_seq2_product_law(trials: int = 25, seed: int = 8) -> dict:
+    """Lemmas 11 and 12: the ordered pair of ``WithoutReplacement(q, 2)`` (its own joint table)
+    is r̂ ⊗ q given A != B, a rule selecting a on (a, a) has T^prod = T^seq / R + r̂ q, and for
+    arbitrary kernels A1, A2 on arbitrary levels (level masses not kept) the sequential law of
+    "higher level wins, a tie is a coin" is the two-kernel linear law."""
+    from mdsd_ot.verifiers.chain.seq2 import linear_law_list, select_pair
+
+    rng = random.Random(seed)
+    for _ in range(trials):
+        V = rng.randint(2, 5)
+        q = _rv(rng, V, zeros=False)
+        r = [v / (1 - v) for v in q]
+        R = sum(r)
+        joint = drafts.WithoutReplacement([str(v) for v in q], 2).joint_items(exact=True)
+        assert all(w == r[a] * q[b] for (a, b), w in joint.items())
+        rows1, rows2 = _seq2_rows(rng, V), _seq2_rows(rng, V)
+        seq = [Fr(0)] * V
+        for (a, b), w in joint.items():
+            for k, pr in select_pair(rows1[a], rows2[b], a, b).items():
+                seq[k] += w * pr
+        prod = [Fr(0)] * V
+        for a in range(V):
+            for b in range(V):
+                for k, pr in select_pair(rows1[a], rows2[b], a, b).items():
+                    prod[k] += r[a] / R * q[b] * pr
+        assert all(prod[i] == seq[i] / R + r[i] / R * q[i] for i in range(V))
+        assert seq == linear_law_list(q, rows1, rows2)
+    return {"kernel pairs": trials}
+
+
+def _region_rows(V: int, x: int, y: int, B: dict, m: Fr, mass: list, swap: bool) -> list:
+    """Kernel rows with regions at the bottom of slot x and the top of slot y (widths B) and,
+    when ``swap``, mass m of each moved to the other's region (levels 2k + {0, 1})."""
+    region, rest = {x: 2 * x, y: 2 * y + 1}, {x: 2 * x + 1, y: 2 * y}
+    out = []
+    for k in range(V):
+        if k not in B:
+            out.append({2 * k: Fr(1)})
+            continue
+        mv = m / mass[k] if swap else Fr(0)
+        row = {rest[k]: 1 - B[k], region[k]: B[k] - mv}
+        if mv:
+            row[region[y if k == x else x]] = mv
+        out.append(row)
+    return out
+
+
+def check_seq2_region_swap(trials: int = 25, seed: int = 9) -> dict:
+    """Lemma 13: with regions of widths B (bottom of a demand slot x, top of a supply slot y), one
+    balanced swap of masses (m1, m2) between the regions of x < y moves exactly
+    τ = m1 (q[x..y] − (q_x B_x + q_y B_y)/2) + m2 (r[x..y] − (r_x B_x + r_y B_y)/2) of selection
+    probability from y to x and leaves every other token's law unchanged."""
+    from mdsd_ot.verifiers.chain.seq2 import linear_law_list
+
+    rng = random.Random(seed)
+    for _ in range(trials):
+        V = rng.randint(2, 6)
+        q = _rv(rng, V, zeros=False)
+        r = [v / (1 - v) for v in q]
+        x = rng.randrange(V - 1)
+        y = rng.randrange(x + 1, V)
+        B = {x: Fr(rng.randint(1, 8), 8), y: Fr(rng.randint(1, 8), 8)}
+        m1 = min(r[x], r[y]) * min(B.values()) * Fr(rng.randint(1, 8), 8)
+        m2 = min(q[x], q[y]) * min(B.values()) * Fr(rng.randint(1, 8), 8)
+
+        def rows(m, mass, swap, V=V, x=x, y=y, B=B):
+            return _region_rows(V, x, y, B, m, mass, swap)
+
+        base = linear_law_list(q, rows(m1, r, False), rows(m2, q, False))
+        new = linear_law_list(q, rows(m1, r, True), rows(m2, q, True))
+        tau = m1 * (sum(q[x : y + 1]) - (q[x] * B[x] + q[y] * B[y]) / 2)
+        tau += m2 * (sum(r[x : y + 1]) - (r[x] * B[x] + r[y] * B[y]) / 2)
+        ident_rows = [{2 * k: Fr(1)} for k in range(V)]
+        ident = linear_law_list(q, ident_rows, ident_rows)
+        assert base == ident  # regions alone change nothing
+        assert new[x] - base[x] == tau and base[y] - new[y] == tau, (q, x, y)
+        assert all(new[k] == base[k] for k in range(V) if k not in (x, y))
+    return {"swaps": trials}
+
+
+def check_seq2_design(trials: int = 200, seed: int = 10) -> dict:
+    """Theorem 5 (and the counts of §9.6): where the region iteration fits, the kernels' law
+    (by enumeration of the ordered pairs) dominates s, so the acceptance is α*; on these random
+    instances it always fits within 3 rounds, while plain slot swaps (one round, B = 1) do not."""
+    from mdsd_ot.verifiers.chain.seq2 import enumerate_law_list, seq2_lists
+
+    rng = random.Random(seed)
+    slot_only = fits = 0
+    for _ in range(trials):
+        V = rng.randint(2, 6)
+        p, q = _rv(rng, V), _rv(rng, V, zeros=False)
+        order = _order(p, q)
+        ps, qs = [p[i] for i in order], [q[i] for i in order]
+        out = seq2_lists(ps, qs)
+        assert out["fits"] and out["rounds"] <= 3, (p, q)
+        T = enumerate_law_list(out["qn"], out["rows1"], out["rows2"])
+        assert all(t >= v for t, v in zip(T, out["s"], strict=True)), (p, q)
+        fits += 1
+        slot_only += not seq2_lists(ps, qs, max_rounds=1)["fits"]
+    assert slot_only > 0
+    return {"instances": trials, "fit": fits, "slot swaps alone infeasible": slot_only}

@@ -10,9 +10,11 @@ r"""The optimal verifier (docs/reference.md, T11; proofs/optimal_verifier.md).
 - ``"reduced"`` (the set-reduced plan below) for every other law while its set count is at most
   :data:`REDUCED_MAX_SETS` (exact α*, exact in Fractions);
 - beyond that, ``"chain"`` for the remaining q laws (sequential ``WithoutReplacement``,
-  ``ConditionalPoisson`` with n >= 3): the swap constructions, lossless up to a reported error
-  bound of the computed selection law, with acceptance α* − ε and ε certified by
-  ``Optimal.certificate(p)`` (about 1e-11 on the synthetic family at V = 2,000 and 152,064).
+  ``ConditionalPoisson`` with n >= 3): for two sequential drafts ``seq2`` (α* wherever its
+  region design fits, which it did on every position measured; ``seq-swap`` otherwise), else
+  the swap constructions, lossless up to a reported error bound of the computed selection law,
+  with acceptance α* − ε and ε certified by ``Optimal.certificate(p)`` (about 1e-11 on the
+  synthetic family at V = 2,000 and 152,064).
 
 ``Optimal(draft, method="reduced")`` keeps the set-reduced construction as an independent
 reference (any ``mdsd_ot.solve`` method that returns a set-reduced plan).

@@ -22,9 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from .relabel import fifo_pairs_list, relabel_list, slot_rates_list
+from .seq2 import enumerate_law_list, select_pair, seq2_lists
 from .sublaw import optimal_sublaw_list
 
-__all__ = ["ExactPlan", "exact_plan", "exact_swap_plan", "given", "select_law", "stream_tuples"]
+__all__ = [
+    "ExactPlan",
+    "exact_plan",
+    "exact_seq2_plan",
+    "exact_swap_plan",
+    "given",
+    "select_law",
+    "stream_tuples",
+]
 
 
 @dataclass
@@ -40,6 +49,7 @@ class ExactPlan:
     residual: list
     acceptance: Any
     selection: list  #: the selection law T by token id
+    rows2: list | None = None  #: ``seq2``: the second draft's kernel rows (``rows`` = the first's)
 
 
 def _order(p: list, q: list) -> list[int]:
@@ -254,6 +264,9 @@ def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     """The selection step of the rule for one tuple: {token: probability} before thinning."""
     if plan.construction in ("cp-swap", "seq-swap"):
         return _pieces_select(plan, tup)
+    if plan.construction == "seq2":
+        a, b = tup
+        return select_pair(plan.rows[plan.rank[a]], plan.rows2[plan.rank[b]], a, b)
     out: dict[int, Any] = {}
     for y, share in _winner_shares(plan, tup):
         out[y] = out.get(y, 0) + share
@@ -305,10 +318,46 @@ def exact_swap_plan(
     return plan
 
 
+def exact_seq2_plan(p: list, q: list) -> ExactPlan | None:
+    r"""The ``seq2`` construction in plain numbers (:func:`~mdsd_ot.verifiers.chain.seq2.seq2_lists`,
+    no rounding), its selection law by enumeration of the ordered pairs and the kernel rows
+    (:func:`~mdsd_ot.verifiers.chain.seq2.enumerate_law_list`), and the thinning
+    :math:`\min(s, T)/T`.  ``None`` when the design does not fit (some token would move more
+    than its mass): the caller then uses the ``seq-swap`` plan.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as Fr
+    >>> plan = exact_seq2_plan([Fr(1, 10), Fr(2, 10), Fr(3, 10), Fr(4, 10)],
+    ...                        [Fr(4, 10), Fr(3, 10), Fr(2, 10), Fr(1, 10)])
+    >>> plan.construction, str(plan.acceptance)  # α* of the two drafts
+    ('seq2', '701/840')
+    """
+    order = _order(p, q)
+    ps, qs = [p[i] for i in order], [q[i] for i in order]
+    zero = qs[0] - qs[0]
+    out = seq2_lists(ps, qs)
+    if not out["fits"]:
+        return None
+    T = enumerate_law_list(out["qn"], out["rows1"], out["rows2"])
+    sp = [max(zero, min(a, b, c)) for a, b, c in zip(out["s"], T, ps, strict=True)]
+    res = [max(zero, a - b) for a, b in zip(ps, sp, strict=True)]
+    tot = sum(res, zero)
+    res = [v / tot for v in res] if tot > 0 else [v / sum(ps, zero) for v in ps]
+    V = len(p)
+    rank, accept, residual, selection = [0] * V, [zero] * V, [zero] * V, [zero] * V
+    for k, i in enumerate(order):
+        rank[i] = k
+        accept[i] = sp[k] / T[k] if T[k] > 0 else zero
+        residual[i], selection[i] = res[k], T[k]
+    return ExactPlan("seq2", 2, list(q), rank, out["rows1"], accept, residual, sum(sp, zero),
+                     selection, rows2=out["rows2"])  # fmt: skip
+
+
 def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
     one = plan.q[0] - plan.q[0] + 1
-    if plan.construction in ("cp-swap", "seq-swap"):
+    if plan.construction in ("cp-swap", "seq-swap", "seq2"):
         shares: Iterable[tuple[int, Any]] = select_law(plan, tup).items()
     else:  # each share thinned before it is summed (select_law sums first)
         shares = _winner_shares(plan, tup)

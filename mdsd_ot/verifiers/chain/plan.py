@@ -2,7 +2,7 @@ r"""Build the chain verifier for one position: sort once, sub-law, pairs, kernel
 
 A :class:`Plan` is everything :func:`mdsd_ot.verifiers.chain.sample.sample_plan` needs, indexed
 by the original token ids: the slot (rank) of each token, the relabelling kernel, the probability
-of accepting a selected token and the residual law.  Four constructions
+of accepting a selected token and the residual law.  The constructions
 (proofs/optimal_verifier.md):
 
 ``relabel`` (i.i.d. drafts, any n)
@@ -25,6 +25,14 @@ of accepting a selected token and the residual law.  Four constructions
     A piece kernel designed by a fixed point whose exact law T dominates s up to a certified
     shortfall ε (:mod:`.swap`); accept w.p. :math:`\min(s, T)/T`.  Acceptance
     :math:`\sum \min(s, T) \ge \alpha^* - \varepsilon`, ε of the order of 1e-11 measured.
+``seq2`` (sequential without replacement, n = 2)
+    The ordered pair is the product law :math:`\hat r \otimes q` given two different values;
+    the first draft is relabelled by kernel A1, the second by A2 (swaps between regions at the
+    bottom of demand slots and the top of supply slots, :mod:`.seq2`), the higher level wins,
+    and the exact law T of the quantised kernels gives the thinning :math:`\min(s, T)/T`.
+    Acceptance α* wherever the region design fits (measured: everywhere so far); where
+    :math:`\sum (s - T)^+` exceeds :data:`~mdsd_ot.verifiers.chain.seq2.TOL` the plan is the
+    ``seq-swap`` plan, with ``info["fallback"]``.
 
 Examples
 --------
@@ -51,7 +59,9 @@ from .rows import Pairing
 __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 
 #: The constructions, in the order of the module docstring.
-CONSTRUCTIONS: tuple[str, ...] = ("relabel", "cp2", "stream", "top", "cp-swap", "seq-swap")
+CONSTRUCTIONS: tuple[str, ...] = (
+    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq2"
+)  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -92,7 +102,10 @@ class Plan:
         A-priori bound on the total-variation distance of the output law from p caused by
         rounding (``ChainOptimal.certificate`` adds the measured slot-mass imbalance).
     pieces, T : PieceKernel and ndarray, or None
-        The swap constructions' piece kernel and its exact law by slot.
+        The swap constructions' piece kernel and its exact law by slot (``T`` also for
+        ``seq2``).
+    seq2 : Seq2Kernel or None
+        The two relabelling kernels of ``seq2`` (:mod:`.seq2`).
     """
 
     construction: str
@@ -110,6 +123,7 @@ class Plan:
     info: dict[str, Any] = field(default_factory=dict)
     pieces: PieceKernel | None = None
     T: np.ndarray | None = None
+    seq2: Any = None
     dE: np.ndarray | None = None
     key: np.ndarray | None = None
     _rank: np.ndarray | None = None
@@ -341,6 +355,10 @@ def _build(p, q, n, construction, order) -> Plan:
         from .swap import swap_plan
 
         plan = swap_plan(p, q, n, order, construction)
+    elif construction == "seq2":  # n = 2 sequential; seq-swap where seq2 falls short
+        from .seq2 import seq2_or_swap_plan
+
+        plan = seq2_or_swap_plan(p, q, n, order)
     else:
         raise ValueError(
             f"construction: expected one of {', '.join(CONSTRUCTIONS)}, got {construction!r}"

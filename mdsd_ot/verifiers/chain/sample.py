@@ -12,7 +12,10 @@ For a batch of draft tuples ``t`` (B, n) drawn from the plan's law:
 The swap constructions (piece kernels) replace 2-3: each drafted token picks one piece
 (``cp-swap``), or, for ``seq-swap``, the stopped stream is resampled (:func:`stream_counts`: the
 number of draws of every draft until the n-th new value) and every draw picks a piece; the draft
-with the highest piece is selected (levels are distinct: no ties).
+with the highest piece is selected (levels are distinct: no ties).  ``seq2`` (two sequential
+drafts) relabels the first draft with its kernel A1 and the second with A2 (the tuple's order
+matters), each to a level of :class:`~mdsd_ot.verifiers.chain.seq2.Seq2Kernel`; the higher level
+wins, a tie is a fair coin.
 
 Cost O(n log(max entries per slot)) per tuple after the plan is built.
 
@@ -178,6 +181,11 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
         pick = np.argmax(piece_levels(plan, t, rng), axis=1)
         sel = t[rows, pick]
         sel_slot = plan.slots_of(sel)
+    elif plan.seq2 is not None:  # first draft by kernel A1, second by A2; higher level wins
+        own = plan.slots_of(t)
+        l1, l2 = plan.seq2.pair_levels(own[:, 0], own[:, 1], rng)
+        pick = np.where(l1 == l2, rng.random(len(t)) < 0.5, l2 > l1).astype(np.int64)
+        sel, sel_slot = t[rows, pick], own[rows, pick]
     else:
         if plan.construction == "stream":
             t = stream_to_iid(t, plan.q, rng)

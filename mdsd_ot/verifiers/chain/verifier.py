@@ -9,7 +9,9 @@ law                        construction    acceptance
 ``WithReplacement``        ``relabel``     α* (exact; rounding only)
 ``ConditionalPoisson``     ``cp2`` (n=2)   α* (exact; rounding only)
 ``ConditionalPoisson``     ``cp-swap``     :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified
-``WithoutReplacement``     ``seq-swap``    :math:`\sum \min(s, T)` = α* − ε (n >= 2), ε certified
+``WithoutReplacement``     ``seq2`` (n=2)  α* where its design fits (rounding only; checked per
+                                           position), else the ``seq-swap`` plan
+``WithoutReplacement``     ``seq-swap``    :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified
 any of them, n = 1         ``top``         :math:`\sum \min(p, q)` = α* (T4)
 =========================  ==============  =================================================
 
@@ -35,7 +37,7 @@ import numpy as np
 from ... import _validate as V_
 from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithReplacement
 from .._base import Verifier
-from .exact import exact_plan, exact_swap_plan, given
+from .exact import exact_plan, exact_seq2_plan, exact_swap_plan, given
 from .plan import Plan, build_plan
 from .rows import slot_mass_imbalance
 from .sample import draw_rows, sample_plan
@@ -44,14 +46,16 @@ __all__ = ["ChainOptimal", "construction_for"]
 
 #: Constructions that attain α* exactly (up to rounding).
 EXACT: tuple[str, ...] = ("relabel", "cp2")
-#: Constructions whose acceptance is α* − ε with a certified ε (measured ~1e-11; see the note).
-CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap")
+#: Constructions whose acceptance is α* − ε with a certified ε: the swap constructions (measured
+#: ~1e-11; see the note) and ``seq2`` (α* up to rounding where its design fits, which is checked
+#: per position; where it does not, its plan is the ``seq-swap`` plan).
+CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap", "seq2")
 
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
 _CONSTRUCTION: dict[type, Any] = {
     WithReplacement: lambda n: "relabel",
     ConditionalPoisson: lambda n: "cp2" if n == 2 else "cp-swap",
-    WithoutReplacement: lambda n: "seq-swap",
+    WithoutReplacement: lambda n: "seq2" if n == 2 else "seq-swap",
 }
 
 
@@ -62,6 +66,8 @@ def construction_for(draft: DraftLaw) -> str | None:
     --------
     >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))
     'seq-swap'
+    >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 2))  # seq-swap where seq2 falls short
+    'seq2'
     """
     make = _CONSTRUCTION.get(type(draft))
     if make is None:
@@ -98,8 +104,11 @@ class ChainOptimal(Verifier):
         r"""Acceptance, the law's α* (fast solver), ε = α* − acceptance and the law error bound.
 
         ``exact_optimum`` says whether the construction attains α* in exact arithmetic
-        (``relabel``, ``cp2``, n = 1); otherwise ε is the certified shortfall (up to the fast
-        solver's accuracy ``alpha_accuracy``).
+        (``relabel``, ``cp2``, n = 1, and ``seq2`` where its design fits); otherwise ε is the
+        certified shortfall (up to the fast solver's accuracy ``alpha_accuracy``).  For two
+        sequential drafts ``construction`` is ``seq2``, or ``seq-swap`` where seq2 fell short of
+        α* by more than :data:`~mdsd_ot.verifiers.chain.seq2.TOL` (``fallback`` then records the
+        seq2 attempt: its shortfall, rounds and largest overfull ratio).
         """
         from ...fast import alpha_star, error_bound
 
@@ -107,14 +116,14 @@ class ChainOptimal(Verifier):
         plan = self.plan(p, draft)
         pv = V_.prob_vector(p, "p")
         a = float(alpha_star(pv, draft.q, n=draft.n, scheme=draft.fast_kernel))
-        exact = plan.construction in EXACT or draft.n == 1
+        fits = plan.construction == "seq2" and bool(plan.info.get("fits"))
+        exact = plan.construction in EXACT or draft.n == 1 or fits
         n = plan.n
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
-        extra = {}
-        if plan.pieces is not None:
-            extra = {
-                k: plan.info[k] for k in ("iterations", "shortfall", "pairs") if k in plan.info
-            }
+        extra: dict[str, Any] = {}
+        keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback")
+        if plan.pieces is not None or plan.seq2 is not None:
+            extra = {k: plan.info[k] for k in keys if k in plan.info}
         return {
             **extra,
             "construction": plan.construction,
@@ -148,6 +157,11 @@ class ChainOptimal(Verifier):
         q = list(draft.qvals(exact))
         con = construction_for(draft)
         Q_of = lambda H: draft.Q(H, exact=exact)  # noqa: E731
+        if con == "seq2":  # the exact seq2 plan where its design fits, else seq-swap's
+            plan = exact_seq2_plan(list(p), q)
+            if plan is not None:
+                return plan
+            con = "seq-swap"
         if con in CERTIFIED and draft.n > 1:
             return exact_swap_plan(list(p), q, draft.n, con, draft.joint_items(exact=exact), Q_of)
         return exact_plan(list(p), q, draft.n, con, Q_of)
