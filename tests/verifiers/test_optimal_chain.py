@@ -163,15 +163,20 @@ def _g_test(out: np.ndarray, p: np.ndarray, min_expected: float = 20.0) -> float
     return float(chi2.sf(G, max(len(obs) - 1, 1)))
 
 
-def _simulate(p, law, size: int, seed: int) -> None:
+def _draw_and_certify(p, law, size: int, seed) -> tuple[dict, float, float]:
+    """``size`` draft tuples of ``law`` verified against p: the output passes the G-test;
+    returns the certificate, the sampled acceptance and its standard error."""
     g = np.random.default_rng(seed)
     v = ChainOptimal(law)
     t = sample_drafts(law, g, size)
     out, acc = v.sample(p, t, g)
     assert _g_test(out, p) > 1e-4
-    cert = v.certificate(p)
     a_hat = float(acc.mean())
-    se = np.sqrt(max(a_hat * (1 - a_hat), 1e-12) / size)
+    return v.certificate(p), a_hat, float(np.sqrt(max(a_hat * (1 - a_hat), 1e-12) / size))
+
+
+def _simulate(p, law, size: int, seed: int) -> None:
+    cert, a_hat, se = _draw_and_certify(p, law, size, seed)
     if cert["construction"] in EXACT or law.n == 1:
         assert abs(cert["acceptance"] - cert["alpha_star"]) <= 1e-9, cert
         assert abs(a_hat - cert["acceptance"]) <= 4 * se + 1e-9, (a_hat, cert)

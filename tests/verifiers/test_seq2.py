@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from test_optimal_chain import _g_test, _instance, _rational
+from test_optimal_chain import _draw_and_certify, _g_test, _instance, _rational
 
 from mdsd_ot import drafts, solve
 from mdsd_ot.fast import alpha_star
@@ -184,14 +184,7 @@ def test_numpy_law_is_the_exact_law_of_its_kernel():
 
 
 def _simulate(p, law, size: int, seed) -> dict:
-    g = np.random.default_rng(seed)
-    v = ChainOptimal(law)
-    t = sample_drafts(law, g, size)
-    out, acc = v.sample(p, t, g)
-    assert _g_test(out, p) > 1e-4
-    cert = v.certificate(p)
-    a_hat = float(acc.mean())
-    se = np.sqrt(max(a_hat * (1 - a_hat), 1e-12) / size)
+    cert, a_hat, se = _draw_and_certify(p, law, size, seed)
     assert cert["law_error"] <= 1e-8, cert
     if cert["construction"] == "seq2":
         assert abs(cert["acceptance"] - cert["alpha_star"]) <= 1e-9, cert
