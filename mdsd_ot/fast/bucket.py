@@ -155,7 +155,8 @@ def solve_bucketed(
         # is concave along it (P linear, Q convex): its ends bound it exactly.  Otherwise its
         # bounds could not spare the sort, so sort now (what was spent: one division, one
         # shift and two bincounts).
-        exact = _equal_ratio_bucket(p, q, shared["ids"], int(np.argmax(Hn[0])))
+        exact = _equal_ratio_buckets(p, q, shared["ids"], Hn[0], law.dense_fraction * V
+                                     / shared["stride"])  # fmt: skip
         if exact is None:
             a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
             return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
@@ -239,6 +240,37 @@ def _merge(alpha, H, err, rows, a, h, e, xp):
         if H is not None:
             H[rows] = h
     return alpha, H, err
+
+
+#: Buckets holding more than this share of the (sampled) tokens are checked for one ratio
+#: once the fullest bucket is dense and of one ratio (ties in a few ratios: none is scanned).
+TIE_SHARE: float = 0.05
+
+
+def _equal_ratio_buckets(
+    p: Any, q: Any, ids: Any, counts: np.ndarray, dense: float
+) -> list[tuple[int, float]] | None:
+    """The buckets of one ratio among the fullest of the one numpy row: ``[(b, r), ...]``, or
+    None when a bucket over ``dense`` (sampled) tokens holds several ratios (the row is sorted).
+
+    The fullest bucket decides first; when it is of one ratio, every other bucket holding more
+    than :data:`TIE_SHARE` of the tokens is checked too (a row of ties in a few ratios then
+    has every tie bucket bounded by its ends, none of them scanned)."""
+    order = np.argsort(counts)[::-1]
+    first = _equal_ratio_bucket(p, q, ids, int(order[0]))
+    if first is None:
+        return None
+    out = [first]
+    share = TIE_SHARE * counts.sum()
+    for b in order[1:32]:
+        if counts[b] <= share:
+            break
+        tie = _equal_ratio_bucket(p, q, ids, int(b))
+        if tie is not None:
+            out.append(tie)
+        elif counts[b] > dense:
+            return None
+    return out
 
 
 def _equal_ratio_bucket(p: Any, q: Any, ids: Any, b: int) -> tuple[int, float] | None:
@@ -333,12 +365,14 @@ def _shared_numpy(p: Any, q: Any) -> dict[str, Any]:
     if isinstance(p, np.ndarray):
         B, V = ids.shape
         stride = STRIDE if V >= 64 * STRIDE else 1
-        sample = np.ascontiguousarray(ids[:, ::stride])
         if B == 1:  # ids from the smallest one: histograms of the occupied range only
             out["id0"] = id0 = int(ids.min())
             out["NB"] = NB = int(ids.max()) - id0 + 1
             if id0:
                 ids -= id0
+        # the sample after the shift: its counts are indexed as the ids (a copy taken before
+        # it counted absolute buckets, and the dense bucket was never found equal-ratio)
+        sample = np.ascontiguousarray(ids[:, ::stride])
         Hs = hg.count_histogram(sample, NB)
         if bool(np.all(np.max(Hs, axis=-1) == sample.shape[-1])):  # perhaps one bucket: are
             out["one_ratio"] = _one_ratio(p, q)  # all ratios equal?
@@ -387,8 +421,8 @@ def _phase1(
 ) -> dict[str, Any]:
     """Histograms, boundary values, bounds and the survivor mask; no host synchronisation.
 
-    ``exact`` = (bucket, ratio): that bucket's ratios are all equal (its edges become the
-    ratio itself, and its bound the smaller end value)."""
+    ``exact`` = [(bucket, ratio), ...]: those buckets' ratios are all equal (their edges
+    become the ratio itself, and their bounds the smaller end value)."""
     B, V = p.shape
     numpy = isinstance(p, np.ndarray)
     ctx = law.setup(p, q, sq, xp)
@@ -440,9 +474,11 @@ def _phase1(
     lo, hi = hg.bucket_edges(
         p, shared["sub_bits"], shared["half_window"], b0 + id0, b1 + id0, window=shared["window"]
     )
-    if exact is not None and b0 <= exact[0] < b1:
+    if exact:
         lo, hi = lo.copy(), hi.copy()
-        lo[exact[0] - b0] = hi[exact[0] - b0] = exact[1]
+        for b, r in exact:
+            if b0 <= b < b1:
+                lo[b - b0] = hi[b - b0] = r
     if not numpy:
         lo = bk.const(p, ("bucket-lo", SUB_BITS, HALF_WINDOW, b0, b1), lambda: lo)
         hi = bk.const(p, ("bucket-hi", SUB_BITS, HALF_WINDOW, b0, b1), lambda: hi)

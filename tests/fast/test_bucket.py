@@ -257,3 +257,35 @@ def test_conditional_poisson_row_setup_equals_the_batched_setup(n):
         for k in ("heavy", "hq", "tau", "scale", "EA"):
             assert np.array_equal(one[k][0], two[k][0]), k
         assert one["heavy_ties"] == two["heavy_ties"]
+
+
+def test_dense_bucket_of_one_ratio_is_found_on_numpy_route(monkeypatch):
+    """numpy's route, one row (V = 5,000): a bucket holding 70% of the tokens, all at the ratio
+    0.5 exactly, is recognised as one ratio (its ends bound it; no sort), for the laws whose
+    dense-bucket test fires; α* equals the sorting path's."""
+    from mdsd_ot.fast import _fused
+
+    rng = np.random.default_rng(31)
+    V = 5000
+    q = rng.dirichlet(np.ones(V))
+    tie = rng.random(V) < 0.7
+    p = np.where(tie, 0.5 * q, 0.0)
+    rest = (1.0 - p.sum()) / q[~tie].sum()
+    p[~tie] = q[~tie] * rest * rng.uniform(0.9, 1.1, (~tie).sum())
+    p[~tie] *= (1.0 - p[tie].sum()) / p[~tie].sum()
+    found, sorted_ = [], []
+    real = bucket._equal_ratio_buckets
+    monkeypatch.setattr(
+        bucket, "_equal_ratio_buckets", lambda *a: found.append(real(*a)) or found[-1]
+    )
+    real_sort = bucket.solve_sorted
+    monkeypatch.setattr(bucket, "solve_sorted", lambda *a: sorted_.append(1) or real_sort(*a))
+    with _fused.disabled():
+        for kernel, n in (("conditional-poisson", 2), ("without", 3)):
+            found.clear()
+            sorted_.clear()
+            a = alpha_star(p, q, n=n, scheme=kernel, path="bucket")
+            assert found and found[-1] is not None and not sorted_, kernel
+            assert abs(found[-1][0][1] - 0.5) == 0.0
+            b = alpha_star(p, q, n=n, scheme=kernel, path="sort")
+            assert abs(a - b) <= 1e-12, kernel
