@@ -304,6 +304,19 @@ class Optimal(Verifier):
     def _sample(self, p, draft, t, g):
         return self.engine(draft)._sample(p, draft, t, g)
 
+    def sample_rows(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any = None) -> tuple[Any, Any]:
+        """Batched positions (rows of P and of the drafts' q; numpy or tensors): see
+        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.sample_rows`.  Defined for the laws whose
+        optimum is the chain construction (i.i.d., sequential, conditional Poisson)."""
+        eng = self.engine()
+        if not hasattr(eng, "sample_rows"):
+            raise ValueError(
+                f"sample_rows: the optimal verifier of {type(self._law(None)).__name__} "
+                f"({self.method or default_method(self._law(None))}) has no batched form; call "
+                ".sample(p, draft_tokens) per position"
+            )
+        return eng.sample_rows(P, Qd, draft_tokens, rng)
+
     def _setup(self, p, draft, exact):
         eng = self.engine(draft)
         return eng, eng._setup(p, draft, exact)

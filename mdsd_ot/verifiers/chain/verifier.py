@@ -139,19 +139,47 @@ class ChainOptimal(Verifier):
     def _sample(self, p, draft, t, g):
         return sample_plan(self.plan(p, draft), t, g)
 
-    def sample_rows(
-        self, P: Any, Qd: Any, draft_tokens: Any, rng: np.random.Generator | int | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def sample_rows(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any = None) -> tuple[Any, Any]:
         """Batched positions: row b of ``draft_tokens`` (B, n) drawn from the bound law's class
-        with q = ``Qd[b]``, verified against ``P[b]`` (one position's plan in memory at a time:
-        :func:`~mdsd_ot.verifiers.chain.sample.draw_rows`)."""
+        with q = ``Qd[b]``, verified against ``P[b]``.
+
+        numpy rows: one position's plan in memory at a time
+        (:func:`~mdsd_ot.verifiers.chain.sample.draw_rows`).  Tensors (torch, any device) with
+        i.i.d. drafts (``relabel``): every row at once on the tensors' device, no per-row loop
+        (:func:`~mdsd_ot.verifiers.chain.batched.verify_rows`; ``rng`` may be a
+        ``torch.Generator``); the other constructions copy the rows to the host, run the numpy
+        route and return tensors on the input's device.
+        """
         draft = self._law(None)
+        from ...fast import _backend as bk
+
+        if not (bk.is_numpy_array(P) or isinstance(P, list | tuple)):
+            return self._sample_rows_tensor(P, Qd, draft_tokens, rng)
         Pm, Qm = V_.prob_batch(P, "p"), V_.prob_batch(Qd, "q")
         t = np.atleast_2d(np.asarray(draft_tokens, dtype=np.int64))
         g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         con = construction_for(draft)
         out = draw_rows(np.atleast_2d(Pm), np.atleast_2d(Qm), draft.n, con, t, g)
         return out, (t == out[:, None]).any(axis=1)
+
+    def _sample_rows_tensor(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any):
+        draft = self._law(None)
+        con = construction_for(draft)
+        if con == "relabel":
+            from .batched import verify_rows
+
+            return verify_rows(P, Qd, draft.n, draft_tokens, rng)
+        import torch  # tensors given: torch is installed
+
+        dev = P.device
+        t = draft_tokens.detach().cpu().numpy() if hasattr(draft_tokens, "detach") else draft_tokens
+        host = (
+            rng
+            if not isinstance(rng, torch.Generator)
+            else int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
+        )
+        out, acc = self.sample_rows(P.detach().cpu().numpy(), Qd.detach().cpu().numpy(), t, host)
+        return torch.from_numpy(out).to(dev), torch.from_numpy(acc).to(dev)
 
     def _setup(self, p, draft, exact):
         q = list(draft.qvals(exact))

@@ -1,0 +1,219 @@
+"""The batched ``relabel`` verifier on the array API (mdsd_ot.verifiers.chain.batched).
+
+Checked against the one-position plan of :mod:`mdsd_ot.verifiers.chain.plan` (the same α*,
+order and sub-law; every realised kernel row equal to :func:`rows.kernel_rows` to 1e-12; the
+selection law at every slot to 1e-13), by the exact law of the realised kernel (output law p
+within the a-priori bound), by simulation (G-test of the output against p, acceptance within 4
+standard errors of α*) at V = 2,000 and 152,064, and numpy against CPU torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_optimal_chain import _g_test
+
+from mdsd_ot import verifiers
+from mdsd_ot.drafts import ConditionalPoisson, WithoutReplacement, WithReplacement
+from mdsd_ot.fast import alpha_star
+from mdsd_ot.synthetic import synthetic_pair
+from mdsd_ot.verifiers._draws import sample_drafts
+from mdsd_ot.verifiers.chain import ChainOptimal
+from mdsd_ot.verifiers.chain.batched import (
+    _selection_law,
+    kernel_row,
+    law_error_bound,
+    relabel_rows,
+    sample_relabel_rows,
+    verify_rows,
+)
+from mdsd_ot.verifiers.chain.plan import build_plan
+from mdsd_ot.verifiers.chain.relabel import Kernel, kernel_law
+from mdsd_ot.verifiers.chain.rows import kernel_rows, selection_law_at
+
+
+def _rows(rng, B, V, conc, zeros_q=False, zeros_p=False, ties=False):
+    P = rng.dirichlet(np.full(V, conc), size=B)
+    Q = rng.dirichlet(np.full(V, conc), size=B)
+    if zeros_q:
+        Q[:, : V // 4] = 0.0
+    if zeros_p:
+        P[:, V // 2 :] = 0.0
+    if ties:  # p/q takes three values
+        P = Q * rng.choice([0.5, 1.0, 2.0], size=(B, V))
+    P[:, 0] += 1e-12  # a 1e-12 mass
+    return P / P.sum(1, keepdims=True), Q / Q.sum(1, keepdims=True)
+
+
+CASES = [
+    dict(conc=0.05),
+    dict(conc=0.3, zeros_q=True),
+    dict(conc=1.0, zeros_p=True),
+    dict(conc=5.0),
+    dict(conc=0.5, ties=True),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_plans_equal_the_one_position_plan(case, n):
+    """α*, order and s of every row equal those of build_plan (1e-14 / 1e-15 absolute); every
+    realised kernel row equals kernel_rows (1e-12), and T at every live slot selection_law_at
+    (1e-13)."""
+    rng = np.random.default_rng([case, n])
+    for V in (2, 7, 60):
+        P, Q = _rows(rng, 3, V, **CASES[case])
+        plans = relabel_rows(P, Q, n)
+        T = _selection_law(plans, np.tile(np.arange(V), (3, 1)))
+        for b in range(3):
+            ref = build_plan(P[b], Q[b], n, "relabel")
+            assert abs(plans.alpha[b] - ref.acceptance) <= 1e-14
+            assert np.array_equal(plans.order[b], ref.order)
+            assert np.max(np.abs(plans.s[b] - ref.s_full)) <= 1e-15
+            live = int(np.count_nonzero(Q[b]))
+            for x in range(live):
+                _, dest, prob = kernel_rows(ref, np.array([x]))
+                d2, p2 = kernel_row(plans, b, x)
+                want, got = (
+                    dict(zip(dest.tolist(), prob, strict=True)),
+                    dict(zip(d2.tolist(), p2, strict=True)),
+                )
+                for k in set(want) | set(got):
+                    assert abs(want.get(k, 0.0) - got.get(k, 0.0)) <= 1e-12, (V, b, x, k)
+            assert np.max(np.abs(T[b, :live] - selection_law_at(ref, np.arange(live)))) <= 1e-13
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_realised_kernel_is_lossless_and_optimal(n):
+    """The law of the realised kernel (every row by :func:`kernel_row`, its law by
+    :func:`relabel.kernel_law`, which recomputes the slot masses): T >= s - 1e-12, the
+    thinning's T within 1e-12 of it, Σ min(s, T) = α* (1e-12) and the output law
+    min(s, T) + (1 - Σ min(s, T)) · residual equal to p within law_error."""
+    rng = np.random.default_rng(n)
+    for case in CASES:
+        P, Q = _rows(rng, 2, 40, **case)
+        plans = relabel_rows(P, Q, n)
+        Tsel = _selection_law(plans, np.tile(np.arange(40), (2, 1)))
+        for b in range(2):
+            qs = plans.qs[b]
+            live = int(np.count_nonzero(qs))
+            owner, dest, prob = [], [], []
+            for x in range(live):
+                d2, p2 = kernel_row(plans, b, x)
+                owner += [x] * len(d2)
+                dest += d2.tolist()
+                prob += p2.tolist()
+            k = Kernel(np.array(owner, dtype=np.int64), np.array(dest, dtype=np.int64),
+                       np.array(prob))  # fmt: skip
+            T = kernel_law(qs[:live], n, k) if live == 40 else None
+            if T is None:  # q = 0 slots sort last and never move: the law of the live part
+                T = np.zeros(40)
+                T[:live] = kernel_law(qs[:live], n, k)
+            s = plans.s[b]
+            assert np.all(T >= s - 1e-12)
+            assert np.max(np.abs(T[:live] - Tsel[b, :live])) <= 1e-12
+            acc = np.minimum(s, T)
+            assert abs(acc.sum() - alpha_star(P[b], Q[b], n=n, scheme="with")) <= 1e-12
+            res = np.maximum(plans.ps[b] - s, 0.0)
+            out = acc + (1.0 - acc.sum()) * (res / res.sum() if res.sum() > 0 else 0.0)
+            assert np.abs(out - plans.ps[b]).sum() <= plans.law_error + 1e-12
+
+
+@pytest.mark.parametrize("V", [2000, 152_064])
+@pytest.mark.parametrize("n", [2, 4])
+def test_simulation(V, n):
+    """10^5 tuples at one position: the output passes a G-test against p (top tokens plus a
+    tail bucket, p-value > 1e-4) and the acceptance is within 4 standard errors of α*."""
+    p, q = synthetic_pair(V, 1.0, np.random.default_rng([V, n]), noise=1.0)
+    g = np.random.default_rng([n, 7])
+    N = 100_000
+    t = g.choice(V, size=(1, N, n), p=q)
+    out, acc = verify_rows(p[None], q[None], n, t, g)
+    assert out.shape == (1, N) and acc.shape == (1, N)
+    assert _g_test(out[0], p) > 1e-4
+    a = alpha_star(p, q, n=n, scheme="with")
+    a_hat = float(acc.mean())
+    assert abs(a_hat - a) <= 4 * np.sqrt(a * (1 - a) / N)
+
+
+def test_repeated_drafts_and_ties():
+    """All drafts equal: the output is that token when accepted; the tie-break is fair (two
+    drafts of tokens sharing a slot never occur, but equal relabelled slots do)."""
+    P, Q = np.array([[0.5, 0.5]]), np.array([[0.5, 0.5]])
+    out, acc = sample_relabel_rows(relabel_rows(P, Q, 2), np.array([[[1, 1]] * 1000]), 3)
+    assert np.all(acc == (out == 1))
+    assert np.all(out[acc] == 1)
+
+
+def test_torch_cpu_equals_numpy():
+    """The same plans (1e-13 relative, 1e-15 absolute: torch sums in another order) and, with
+    the same numpy generator, the same draws."""
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    rng = np.random.default_rng(11)
+    P, Q = _rows(rng, 4, 300, 0.3, zeros_q=True)
+    a, b = relabel_rows(P, Q, 3), relabel_rows(torch.tensor(P), torch.tensor(Q), 3)
+    for f in ("order", "rank", "ps", "qs", "d", "s", "cum", "alpha"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f).numpy(), rtol=1e-13, atol=1e-15)
+    t = rng.integers(0, 300, size=(4, 2000, 3))
+    o1, c1 = sample_relabel_rows(a, t, np.random.default_rng(5))
+    o2, c2 = sample_relabel_rows(b, torch.tensor(t), np.random.default_rng(5))
+    assert np.array_equal(o1, o2.numpy()) and np.array_equal(c1, c2.numpy())
+
+
+def test_torch_generator_and_sample_rows():
+    """ChainOptimal.sample_rows on tensors: the batched route for i.i.d. drafts
+    (a torch.Generator, results as tensors, seeded: reproducible), the host route for the
+    other laws (one tuple per row); every output law passes the G-test against p."""
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    rng = np.random.default_rng(2)
+    V = 30
+    P, Q = _rows(rng, 1, V, 0.5)
+    for cls, N in (
+        (WithReplacement, 20_000),
+        (WithoutReplacement, 2000),
+        (ConditionalPoisson, 2000),
+    ):
+        law = cls(Q[0], 2)
+        v = ChainOptimal(law)  # at V = 30 the default for distinct drafts is the reduced plan
+        t = torch.tensor(sample_drafts(law, rng, N))
+        Pt, Qt = torch.tensor(P).expand(N, V), torch.tensor(Q).expand(N, V)
+        runs = [v.sample_rows(Pt, Qt, t, torch.Generator().manual_seed(4)) for _ in range(2)]
+        out, acc = runs[0]
+        assert isinstance(out, torch.Tensor) and out.dtype == torch.int64 and out.shape == (N,)
+        assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+        assert torch.equal(acc, (t == out[:, None]).any(dim=1))
+        assert _g_test(out.numpy(), P[0]) > 1e-4, cls
+    v = verifiers.get("optimal", WithReplacement(Q[0], 2))  # the public entry delegates
+    out, _ = v.sample_rows(torch.tensor(P), torch.tensor(Q), torch.tensor([[0, 1]]), 0)
+    assert out.shape == (1,)
+    with pytest.raises(ValueError, match="has no batched form"):
+        verifiers.get("optimal", WithoutReplacement(Q[0], 2)).sample_rows(P, Q, [[0, 1]], 0)
+
+
+def test_errors_name_the_argument():
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    P = torch.tensor([[0.2, 0.3, 0.5]] * 2, dtype=torch.float64)
+    Q = torch.tensor([[0.5, 0.3, 0.2]] * 2, dtype=torch.float64)
+    good = torch.tensor([[0, 1], [2, 2]])
+    with pytest.raises(ValueError, match="draft_tokens: token id 5 is outside"):
+        verify_rows(P, Q, 2, torch.tensor([[0, 5], [2, 2]]), 0)
+    with pytest.raises(ValueError, match=r"draft_tokens: expected shape \(B, n\)"):
+        verify_rows(P, Q, 2, torch.tensor([[0, 1, 1], [2, 2, 1]]), 0)
+    with pytest.raises(ValueError, match="draft_tokens: must hold integer"):
+        verify_rows(P, Q, 2, good.double(), 0)
+    with pytest.raises(ValueError, match=r"q\[0\]: entries sum to 1.1"):
+        verify_rows(P, Q * 1.1, 2, good, 0)
+    with pytest.raises(ValueError, match="give both in one dtype"):
+        verify_rows(P, Q.float(), 2, good, 0)
+    with pytest.raises(ValueError, match="n: "):
+        verify_rows(P, Q, 0, good, 0)
+    out, _ = verify_rows(P.float(), Q.float(), 2, good, 0)  # float32 rows: computed in float64
+    assert out.dtype == torch.int64
+
+
+def test_law_error_bound_grows_linearly():
+    """The a-priori bound is linear in V and below 1e-8 at V = 152,064, n <= 4."""
+    assert (
+        law_error_bound(2, 2000) * 70 < law_error_bound(2, 152_064) < law_error_bound(2, 2000) * 80
+    )
+    assert law_error_bound(4, 152_064) < 1e-8
