@@ -16,6 +16,9 @@ on a CPU it runs the same steps with ``time.perf_counter`` (``--device cpu``).
    the sort route's core none.  On CUDA the core runs under ``set_sync_debug_mode("warn")`` and
    the warnings are counted.
 4. **Peak memory** of each call beyond its inputs, as a multiple of the input (p and q).
+5. **The optimal verifier** for i.i.d. drafts on the device (``verify_rows``, issue 11): α*
+   against numpy, the acceptance of 2 x 10^5 verified tuples per row against α* (4 standard
+   errors), and the time per call over ``torch.sort`` of the keys, B = 64 and 1,024 (float64).
 
 Everything printed is also written to ``--out`` (JSON) for the closing note.
 """
@@ -220,9 +223,46 @@ def main() -> int:
                         f"{r['sort'][0]:5.2f}x  core sort {r['core sort'][0]:5.2f}x  "
                         f"(torch.sort {t_sort * 1e3:7.2f} ms){tgt}{extra}"
                     )
+    verifier_rows(device, timer, Bs, R, log, results)
     log(f"\ntotal wall time {time.perf_counter() - t_start:.0f} s")
     _write(args.out, lines, results)
     return 0
+
+
+def verifier_rows(device, timer, Bs, R, log, results) -> None:
+    """5. The optimal verifier for i.i.d. drafts on the device (``verify_rows``, issue 11):
+    its α* against numpy's fast solver (1e-12) and the acceptance of 2 x 10^5 verified tuples
+    within 4 standard errors of α*, then the time per call over ``torch.sort`` of the keys."""
+    from mdsd_ot.verifiers.chain.batched import relabel_rows, verify_rows
+
+    log("\n5. optimal verifier, i.i.d. drafts n = 2 (verify_rows), float64 on the device")
+    Pn, Qn = synthetic_batch(4, 152_064, 1.0, 11)
+    P, Q = torch.from_numpy(Pn).to(device), torch.from_numpy(Qn).to(device)
+    alpha = relabel_rows(P, Q, 2).alpha.cpu().numpy()
+    ref = np.array([np_alpha_star(Pn[b], Qn[b], n=2, scheme="with") for b in range(4)])
+    log(f"  alpha* vs numpy: max |diff| {np.max(np.abs(alpha - ref)):.1e} (must be <= 1e-12)")
+    g = torch.Generator(device=device).manual_seed(0)
+    N = 200_000
+    t = torch.stack(
+        [torch.multinomial(Q[b], 2 * N, replacement=True, generator=g) for b in range(4)]
+    )
+    _, acc = verify_rows(P, Q, 2, t.reshape(4, N, 2), g)
+    a_hat = acc.double().mean(dim=1).cpu().numpy()
+    z = np.max(np.abs(a_hat - ref) / np.sqrt(ref * (1 - ref) / N))
+    log(f"  acceptance of {N:,} tuples per row vs alpha*: max |z| {z:.2f} (must be <= 4)")
+    Pn, Qn = synthetic_batch(max(Bs), 152_064, 1.0, 3)
+    for B in Bs:
+        P = torch.from_numpy(Pn[:B]).to(device)
+        Q = torch.from_numpy(Qn[:B]).to(device)
+        t = torch.multinomial(Q, 2, replacement=True, generator=g)
+        keys = P / Q
+        fns = {"verify_rows": lambda P=P, Q=Q, t=t: verify_rows(P, Q, 2, t, g)}
+        t_sort, r = measure(timer, fns, lambda keys=keys: torch.sort(keys, dim=-1), R)
+        row = {"section": "verifier", "B": B, "torch_sort_ms": t_sort * 1e3,
+               "verify_rows": r["verify_rows"][0]}  # fmt: skip
+        results.append(row)
+        log(f"  B={B}: verify_rows {r['verify_rows'][0]:5.2f}x torch.sort "
+            f"({t_sort * 1e3:.2f} ms for the (B, V) sort)")  # fmt: skip
 
 
 def _write(out: str | None, lines: list[str], results: list[dict]) -> None:
