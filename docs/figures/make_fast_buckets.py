@@ -54,6 +54,14 @@ def main() -> None:
         a1.hlines(LB[j], qb[j], qb[j + 1], colors=color, lw=2.2)
         if surv[j]:
             a1.axvspan(qb[j], qb[j + 1], color="tab:orange", alpha=0.18, lw=0)
+    for j in np.flatnonzero(surv):  # a survivor is narrow in q: mark it where it is
+        mid = 0.5 * (qb[j] + qb[j + 1])
+        a1.annotate(
+            f"survivor: {qb[j + 1] - qb[j]:.1e} of q,\nits tokens sorted and scanned",
+            xy=(mid, LB[j]), xytext=(mid + 0.004, UB - 0.001), fontsize=8, color="tab:orange",
+            arrowprops=dict(arrowstyle="->", color="tab:orange", lw=1.2),
+        )  # fmt: skip
+        a1.plot([mid], [LB[j]], "v", ms=7, color="tab:orange")
     a1.plot(qb, fb, "o", ms=3, color="tab:blue")
     a1.axhline(UB, ls="--", lw=1, color="tab:blue", label="UB = best boundary value")
     a1.plot(s[k], f[k], "*", ms=11, color="tab:red")
