@@ -32,9 +32,15 @@ from mdsd_ot.verifiers.chain.relabel import Kernel, kernel_law
 from mdsd_ot.verifiers.chain.rows import kernel_rows, selection_law_at
 
 
-def _rows(rng, B, V, conc, zeros_q=False, zeros_p=False, ties=False):
+def _rows(rng, B, V, conc, zeros_q=False, zeros_p=False, ties=False, heavy=False, tiny=False):
     P = rng.dirichlet(np.full(V, conc), size=B)
     Q = rng.dirichlet(np.full(V, conc), size=B)
+    if heavy:  # one token holds all of q but about 1e-12
+        Q *= 1e-12
+        Q[:, V // 3] = 1.0
+    if tiny:  # every third mass 1e-300, in q and (shifted) in p
+        Q[:, ::3] = 1e-300
+        P[:, 1::3] = 1e-300
     if zeros_q:
         Q[:, : V // 4] = 0.0
     if zeros_p:
@@ -51,6 +57,8 @@ CASES = [
     dict(conc=1.0, zeros_p=True),
     dict(conc=5.0),
     dict(conc=0.5, ties=True),
+    dict(conc=1.0, heavy=True),
+    dict(conc=1.0, tiny=True),
 ]
 
 
