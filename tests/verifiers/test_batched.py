@@ -9,6 +9,8 @@ standard errors of α*) at V = 2,000 and 152,064, and numpy against CPU torch.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from test_optimal_chain import _g_test
@@ -21,6 +23,7 @@ from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal
 from mdsd_ot.verifiers.chain.batched import (
     _selection_law,
+    cp2_rows,
     kernel_row,
     law_error_bound,
     relabel_rows,
@@ -124,7 +127,7 @@ def test_realised_kernel_is_lossless_and_optimal(n):
             assert abs(acc.sum() - alpha_star(P[b], Q[b], n=n, scheme="with")) <= 1e-12
             res = np.maximum(plans.ps[b] - s, 0.0)
             out = acc + (1.0 - acc.sum()) * (res / res.sum() if res.sum() > 0 else 0.0)
-            assert np.abs(out - plans.ps[b]).sum() <= plans.law_error + 1e-12
+            assert np.abs(out - plans.ps[b]).sum() <= plans.law_error[b] + 1e-12
 
 
 @pytest.mark.parametrize("V", [2000, 152_064])
@@ -225,3 +228,127 @@ def test_law_error_bound_grows_linearly():
         law_error_bound(2, 2000) * 70 < law_error_bound(2, 152_064) < law_error_bound(2, 2000) * 80
     )
     assert law_error_bound(4, 152_064) < 1e-8
+
+
+def _exact_output_law(plans, b):
+    """In Fractions, from the realised kernel rows (kernel_row): the selection law T of the
+    rule (i.i.d. law with the slot masses of the kernel; cp2: (T - q^2) / (1 - sum q^2) on
+    distinct pairs, Lemma 4), and the output law of the whole verifier, by slot."""
+    qs = [Fraction(float(x)) for x in plans.qs[b]]
+    V, n = len(qs), plans.n
+    live = sum(1 for x in qs if x > 0)
+    A = []
+    for x in range(V):
+        row = {}
+        if x < live:
+            dest, prob = kernel_row(plans, b, x)
+            row = {int(k): Fraction(float(v)) for k, v in zip(dest, prob, strict=True)}
+        row[x] = row.get(x, Fraction(0)) + 1 - sum(row.values(), Fraction(0))
+        A.append(row)
+    nu = [Fraction(0)] * V
+    for i in range(V):
+        for j, a in A[i].items():
+            nu[j] += qs[i] * a
+    d, c = [], Fraction(0)
+    for j in range(V):
+        cm, c = c, c + nu[j]
+        d.append(sum((c**k * cm ** (n - 1 - k) for k in range(n)), Fraction(0)))
+    T = [qs[i] * sum((a * d[j] for j, a in A[i].items()), Fraction(0)) for i in range(V)]
+    if plans.two_e2 is not None:
+        tw = 1 - sum(x * x for x in qs)
+        T = [(t - x * x) / tw for t, x in zip(T, qs, strict=True)]
+    Tu = _selection_law(plans, np.tile(np.arange(V), (plans.qs.shape[0], 1)))[b]
+    s = plans.s[b]
+    acc = [
+        Fraction(float(min(s[i], Tu[i]) / Tu[i])) if Tu[i] > 0 else Fraction(0) for i in range(V)
+    ]
+    res = np.maximum(plans.ps[b] - s, 0.0)
+    res = res if res.sum() > 0 else plans.ps[b]
+    r = [Fraction(float(x)) for x in res]
+    tot = sum(r, Fraction(0))
+    kept = [T[i] * acc[i] for i in range(V)]
+    rest = 1 - sum(kept, Fraction(0))
+    return T, [kept[i] + rest * r[i] / tot for i in range(V)]
+
+
+@pytest.mark.parametrize("construction", ["relabel-2", "relabel-3", "cp2"])
+def test_exact_law_of_the_realised_kernel(construction):
+    """Fractions: the law T of the kernel the sampler realises dominates s within law_error,
+    the acceptance Σ T min(s, T̂)/T̂ is α* within law_error, and the output law is p within
+    law_error in total variation (T̂: the law the thinning divides by)."""
+    rng = np.random.default_rng(list(map(ord, construction)))
+    for case in CASES:
+        P, Q = _rows(rng, 2, 9, **case)
+        if construction == "cp2":
+            plans = cp2_rows(P, Q)
+        else:
+            plans = relabel_rows(P, Q, int(construction[-1]))
+        for b in range(2):
+            T, out = _exact_output_law(plans, b)
+            tol = Fraction(float(plans.law_error[b]))
+            ps = [Fraction(float(x)) for x in plans.ps[b]]
+            assert sum(abs(o - x) for o, x in zip(out, ps, strict=True)) <= tol
+            s = plans.s[b]
+            assert all(T[i] >= Fraction(float(s[i])) - tol for i in range(len(T)))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_cp2_plans(case):
+    """cp2: α* and s equal those of the one-position cp2 plan (1e-13); where that plan also
+    sorted by ρ* the order is the same; T at every live slot >= s - 1e-12."""
+    rng = np.random.default_rng([case, 2])
+    for V in (3, 12, 40):
+        P, Q = _rows(rng, 3, V, **CASES[case])
+        plans = cp2_rows(P, Q)
+        T = _selection_law(plans, np.tile(np.arange(V), (3, 1)))
+        for b in range(3):
+            ref = build_plan(P[b], Q[b], 2, "cp2")
+            assert abs(plans.alpha[b] - ref.acceptance) <= 1e-13
+            if ref.info["resorted"]:
+                assert np.array_equal(plans.order[b], ref.order)
+                assert np.max(np.abs(plans.s[b] - ref.s)) <= 1e-15
+            live = int(np.count_nonzero(Q[b]))
+            assert np.all(T[b, :live] >= plans.s[b, :live] - 1e-12)
+
+
+@pytest.mark.parametrize("V", [2000, 152_064])
+def test_cp2_simulation(V):
+    """10^5 conditional-Poisson pairs at one position: G-test of the output against p and the
+    acceptance within 4 standard errors of α*."""
+    p, q = synthetic_pair(V, 1.0, np.random.default_rng([V, 5]), noise=1.0)
+    g = np.random.default_rng([V, 6])
+    N = 100_000
+    t = sample_drafts(ConditionalPoisson(q, 2), g, N)[None]
+    out, acc = verify_rows(p[None], q[None], 2, t, g, construction="cp2")
+    assert _g_test(out[0], p) > 1e-4
+    a = alpha_star(p, q, n=2, scheme="conditional-poisson")
+    assert abs(float(acc.mean()) - a) <= 4 * np.sqrt(a * (1 - a) / N)
+
+
+@pytest.mark.parametrize("construction", ["relabel", "cp2"])
+def test_sampler_realises_kernel_row(construction):
+    """The sampler's relabelling of 2 x 10^5 draws at each of a row's slots follows the row
+    that kernel_row enumerates (G-test of the destination counts, p-value > 1e-4)."""
+    from scipy.stats import chi2
+
+    from mdsd_ot.verifiers.chain.batched import _relabel_draws
+
+    p, q = synthetic_pair(200, 2.0, np.random.default_rng(3), noise=1.0)
+    P, Q = p[None], q[None]
+    plans = cp2_rows(P, Q) if construction == "cp2" else relabel_rows(P, Q, 2)
+    N = 200_000
+    moving = [(kernel_row(plans, 0, x)[1].sum(), x) for x in range(200)]
+    tested = 0
+    for _, x in sorted(moving)[-6:]:  # the six slots that move the most
+        dest, prob = kernel_row(plans, 0, x)
+        z = _relabel_draws(plans, np.full((1, N), x), np.random.default_rng(x))[0]
+        probs = np.r_[prob, 1.0 - prob.sum()]
+        obs = np.r_[[np.count_nonzero(z == k) for k in dest], np.count_nonzero(z == x)]
+        assert obs.sum() == N  # no draw goes anywhere else
+        exp = N * probs
+        keep = exp > 0
+        nz = obs[keep] > 0
+        G = 2.0 * np.sum(obs[keep][nz] * np.log(obs[keep][nz] / exp[keep][nz]))
+        assert chi2.sf(G, max(int(keep.sum()) - 1, 1)) > 1e-4, (x, obs, exp)
+        tested += 1
+    assert tested == 6 and sorted(moving)[-6][0] > 0.01

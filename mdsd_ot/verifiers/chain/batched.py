@@ -52,8 +52,10 @@ from ...fast.order import ratio_order
 __all__ = [
     "RowPlans",
     "relabel_rows",
+    "cp2_rows",
     "sample_relabel_rows",
     "verify_rows",
+    "CONSTRUCTIONS",
     "law_error_bound",
     "kernel_row",
 ]
@@ -83,9 +85,15 @@ class RowPlans:
         chain: entry ``r`` belongs to slot ``V - 1 - r`` (slots of q = 0 hold empty intervals).
     alpha : (B,)
         :math:`\sum s = \alpha^*` of each row (up to rounding).
-    law_error : float
+    law_error : (B,) ndarray
         A-priori bound on the total-variation distance of each row's output law from p
-        (:func:`law_error_bound`).
+        (:func:`law_error_bound`; divided by :math:`2e_2` for ``cp2``).
+    c : (B, V)
+        The cumulative q through each slot (``cp2``: its law at a slot uses
+        :math:`c_{k-1} = c_k - q_k`).
+    two_e2 : (B,) array or None
+        ``cp2`` only: :math:`2 e_2 = 1 - \sum q^2`; the i.i.d. law T of the kernel then maps
+        to the conditional-Poisson law :math:`(T - q^2)/(2 e_2)` (Lemma 4).
     """
 
     n: int
@@ -97,7 +105,14 @@ class RowPlans:
     s: Any
     cum: Any
     alpha: Any
-    law_error: float
+    law_error: np.ndarray
+    two_e2: Any = None
+    c: Any = None
+
+    @property
+    def construction(self) -> str:
+        """``"relabel"`` or ``"cp2"``."""
+        return "relabel" if self.two_e2 is None else "cp2"
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -197,19 +212,79 @@ def relabel_rows(P: Any, Q: Any, n: int) -> RowPlans:
     dE = E - E_prev
     D = qs * d
     s = xp.minimum(xp.maximum(D + dE, zero), ps)
-    live = qs > 0
-    sup = xp.where(live & (dE < 0), -dE, xp.zeros_like(dE))
-    dem = xp.where(live & (dE > 0), dE, xp.zeros_like(dE))
-    cum = xp.stack(
-        [xp.cumulative_sum(_flip(sup), axis=-1), xp.cumulative_sum(_flip(dem), axis=-1)], axis=1
-    )
+    cum = _intervals(dE, qs > 0)
     min_F = xp.minimum(S[:, 0], zero[:, 0])
     alpha = xp.minimum(1.0 + min_F, zero[:, 0] + 1.0)
-    ar = xp.broadcast_to(
-        xp.reshape(xp.arange(V, dtype=order.dtype, device=_dev(Q)), (1, V)), (B, V)
+    rank = _ranks(order)
+    err = np.full(B, law_error_bound(n, V))
+    return RowPlans(n, order, rank, ps, qs, d, s, cum, alpha, err, None, c)
+
+
+def _intervals(gap: Any, live: Any, scale: Any = None) -> Any:
+    """Top-down cumulative supply :math:`(-gap)^+` and demand :math:`gap^+` on live slots,
+    (B, 2, V), times ``scale`` (B,) when given."""
+    xp = bk.namespace(gap)
+    zero = xp.zeros_like(gap)
+    sup = xp.where(live & (gap < 0), -gap, zero)
+    dem = xp.where(live & (gap > 0), gap, zero)
+    if scale is not None:
+        sup, dem = sup * scale[:, None], dem * scale[:, None]
+    return xp.stack(
+        [xp.cumulative_sum(_flip(sup), axis=-1), xp.cumulative_sum(_flip(dem), axis=-1)], axis=1
     )
-    rank = bk.scatter(xp.asarray(ar, copy=True), order)
-    return RowPlans(n, order, rank, ps, qs, d, s, cum, alpha, law_error_bound(n, V))
+
+
+def _ranks(order: Any) -> Any:
+    xp = bk.namespace(order)
+    B, V = order.shape
+    ar = xp.reshape(xp.arange(V, dtype=order.dtype, device=_dev(order)), (1, V))
+    return bk.scatter(xp.asarray(xp.broadcast_to(ar, (B, V)), copy=True), order)
+
+
+def cp2_rows(P: Any, Q: Any) -> RowPlans:
+    r"""The ``cp2`` plans (conditional Poisson, n = 2) of the rows of ``P`` and ``Q``.
+
+    The conditional-Poisson sub-law s in p/q order (:math:`D_k = 2 q_k c_{k-1} / 2e_2`), then
+    the i.i.d. kernel (n = 2) of the target :math:`t^* = 2e_2\, s + q^2` in the order of
+    :math:`\rho^* = t^*/q` (Theorem 3: a second stable sort per row, always; the one-position
+    plan keeps p/q order where its mass condition holds, which gives another kernel with the
+    same acceptance α*).
+
+    Examples
+    --------
+    >>> plans = cp2_rows(np.array([[0.5, 0.5]]), np.array([[0.75, 0.25]]))
+    >>> plans.construction, round(float(plans.alpha[0]), 12)
+    ('cp2', 1.0)
+    """
+    xp = bk.namespace(P, Q)
+    B, V = Q.shape
+    order = _order(P, Q)
+    ps, qs = bk.take_rows(P, order), bk.take_rows(Q, order)
+    c = xp.cumulative_sum(qs, axis=-1)
+    w = (c - qs) * qs  # e_2 increments q_k c_{k-1} >= 0
+    e2 = xp.sum(w, axis=-1)
+    D = w / e2[:, None]
+    F = xp.cumulative_sum(ps, axis=-1) - xp.cumulative_sum(D, axis=-1)
+    zero = bk.zeros(xp, (B, 1), Q)
+    S = _flip(bk.cummin(_flip(F)))
+    S_next = xp.concat([S[:, 1:], zero], axis=-1)
+    E = xp.concat([xp.maximum(F - S_next, zero)[:, :-1], zero], axis=-1)
+    E_prev = xp.concat([xp.maximum(-S[:, :1], zero), E[:, :-1]], axis=-1)
+    s = xp.minimum(xp.maximum(D + (E - E_prev), zero), ps)
+    two_e2 = 2.0 * e2
+    live = qs > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = xp.where(live, (s / qs) * two_e2[:, None] + qs, xp.full_like(qs, math.inf))
+    o2 = bk.stable_argsort(rho)
+    order, ps, qs, s = (bk.take_rows(x, o2) for x in (order, ps, qs, s))
+    c = xp.cumulative_sum(qs, axis=-1)
+    gap = s - 2.0 * qs * (c - qs) / two_e2[:, None]  # s - D_CP in the new order
+    cum = _intervals(gap, qs > 0, two_e2)
+    d = c + (c - qs)  # i.i.d. slot rates, n = 2
+    min_F = xp.minimum(S[:, 0], zero[:, 0])
+    alpha = xp.minimum(1.0 + min_F, zero[:, 0] + 1.0)
+    err = law_error_bound(2, V) / np.asarray(bk.to_host(two_e2)[0], dtype=np.float64)
+    return RowPlans(2, order, _ranks(order), ps, qs, d, s, cum, alpha, err, two_e2, c)
 
 
 def _uniforms(rng: Any, shape: tuple[int, ...], like: Any) -> Any:
@@ -353,7 +428,12 @@ def _selection_law(plans: RowPlans, slot: Any) -> Any:
     zero = xp.zeros_like(s1)
     paired_dem = xp.maximum(xp.minimum(d1, s0) - d0, zero)  # s0: supply strictly above
     paired_sup = xp.maximum(xp.minimum(s1, tot_d) - xp.maximum(s0, d1), zero)  # d1: demand above
-    return _gather_flat(plans.qs, slot) * _gather_flat(plans.d, slot) + paired_dem - paired_sup
+    qx = _gather_flat(plans.qs, slot)
+    if plans.two_e2 is None:
+        return qx * _gather_flat(plans.d, slot) + paired_dem - paired_sup
+    # cp2: (T_iid - q^2) / 2e_2 with D_iid - q^2 = 2 q c_{k-1} (no cancellation)
+    base = qx * (2.0 * (_gather_flat(plans.c, slot) - qx))
+    return (base + paired_dem - paired_sup) / plans.two_e2[:, None]
 
 
 def sample_relabel_rows(plans: RowPlans, t: Any, rng: Any = None) -> tuple[Any, Any]:
@@ -430,8 +510,15 @@ def _check_tokens(t: Any, B: int, V: int, n: int) -> Any:
     return t
 
 
-def verify_rows(P: Any, Q: Any, n: int, draft_tokens: Any, rng: Any = None) -> tuple[Any, Any]:
-    r"""The ``relabel`` verifier (i.i.d. drafts) on (B, V) rows of numpy arrays or tensors.
+#: The constructions of this module and the fast kernel (law) each one verifies.
+CONSTRUCTIONS: dict[str, str] = {"relabel": "with", "cp2": "conditional-poisson"}
+
+
+def verify_rows(
+    P: Any, Q: Any, n: int, draft_tokens: Any, rng: Any = None, construction: str = "relabel"
+) -> tuple[Any, Any]:
+    r"""The optimal verifier on (B, V) rows of numpy arrays or tensors: ``relabel`` (i.i.d.
+    drafts, any n) or ``cp2`` (conditional Poisson, n = 2; its tuples hold distinct tokens).
 
     Validates p and q once (on their device, one host synchronisation for the flags and one for
     the token range), renormalises the rows, computes in float64 (float32 input is cast, so
@@ -450,11 +537,18 @@ def verify_rows(P: Any, Q: Any, n: int, draft_tokens: Any, rng: Any = None) -> t
     from ...fast._check import check_array, check_numpy
 
     n = V_.check_n(n)
+    if construction not in CONSTRUCTIONS:
+        raise ValueError(
+            f"construction: expected one of {', '.join(CONSTRUCTIONS)}, got {construction!r}"
+        )
+    if construction == "cp2" and n != 2:
+        raise ValueError(f"n: cp2 is the conditional-Poisson verifier for n = 2, got n = {n}")
+    kernel = CONSTRUCTIONS[construction]
     if bk.is_numpy_array(P) and bk.is_numpy_array(Q):
-        P2, Q2, (sp, sq) = check_numpy(P, Q, n, "with")
+        P2, Q2, (sp, sq) = check_numpy(P, Q, n, kernel)
         t = np.asarray(draft_tokens)
     else:
-        P2, Q2, (sp, sq) = check_array(P, Q, n, "with")
+        P2, Q2, (sp, sq) = check_array(P, Q, n, kernel)
         xp = bk.namespace(P2)
         P2, Q2 = xp.astype(P2, xp.float64), xp.astype(Q2, xp.float64)
         sp, sq = xp.astype(sp, xp.float64), xp.astype(sq, xp.float64)
@@ -468,4 +562,5 @@ def verify_rows(P: Any, Q: Any, n: int, draft_tokens: Any, rng: Any = None) -> t
     P2, Q2 = P2 / sp[:, None], Q2 / sq[:, None]
     B, V = Q2.shape
     t = _check_tokens(t, B, V, n)
-    return sample_relabel_rows(relabel_rows(P2, Q2, n), t, rng)
+    plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
+    return sample_relabel_rows(plans, t, rng)

@@ -147,8 +147,9 @@ class ChainOptimal(Verifier):
         (:func:`~mdsd_ot.verifiers.chain.sample.draw_rows`).  Tensors (torch, any device) with
         i.i.d. drafts (``relabel``): every row at once on the tensors' device, no per-row loop
         (:func:`~mdsd_ot.verifiers.chain.batched.verify_rows`; ``rng`` may be a
-        ``torch.Generator``); the other constructions copy the rows to the host, run the numpy
-        route and return tensors on the input's device.
+        ``torch.Generator``); so do two conditional-Poisson drafts (``cp2``).  The other
+        constructions copy the rows to the host, run the numpy route and return tensors on
+        the input's device.
         """
         draft = self._law(None)
         from ...fast import _backend as bk
@@ -165,10 +166,10 @@ class ChainOptimal(Verifier):
     def _sample_rows_tensor(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any):
         draft = self._law(None)
         con = construction_for(draft)
-        if con == "relabel":
-            from .batched import verify_rows
+        from .batched import CONSTRUCTIONS, verify_rows
 
-            return verify_rows(P, Qd, draft.n, draft_tokens, rng)
+        if con in CONSTRUCTIONS:  # relabel, cp2: every row at once on the device
+            return verify_rows(P, Qd, draft.n, draft_tokens, rng, construction=con)
         import torch  # tensors given: torch is installed
 
         dev = P.device
