@@ -35,6 +35,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._arena import SCRATCH
+from ._passes import kernels
 from .plan import Plan, build_plan
 from .relabel import QUANT
 from .rows import kernel_rows, selection_law_at
@@ -200,11 +202,42 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
     keep = rng.random(len(t)) < acc
     if keep.all():
         return sel
-    res = plan.residual
+    res = plan.residual if plan._residual is not None or len(t) > _FEW else _residual_once(plan)
     slot = np.minimum(
         np.searchsorted(res, rng.random(len(t)) * res[-1], side="right"), len(res) - 1
     )
     return np.where(keep, sel, plan.order[slot])
+
+
+#: Batches of at most this many tuples draw the residual from a scratch cumulative law (one
+#: fused pass, nothing kept); larger ones build the plan's cached :attr:`Plan.residual`.
+_FEW: int = 8
+
+
+def _residual_once(plan: Plan) -> np.ndarray:
+    r"""The cumulative residual law of :attr:`Plan.residual` in a per-thread scratch buffer
+    (valid until the next call): the same numbers, without the plan's V-size arrays ``ps`` and
+    (``relabel``) ``s_full``.  Compiled: one pass over the slots (:mod:`._passes`)."""
+    V = len(plan.order)
+    out = SCRATCH.get("residual", V)
+    kern = kernels()
+    iid2 = plan.s is None and plan.dE is not None and plan.n == 2 and plan.two_e2 is None
+    if kern is not None and (plan.s is not None or iid2):
+        if plan.s is not None:
+            total = kern["residual_cumsum"](plan.p, plan.order, plan.s, out)
+        else:
+            total = kern["residual_cumsum_iid2"](plan.p, plan.q, plan.order, plan.c, plan.dE, out)
+        if not total > 0:
+            kern["cumsum_p"](plan.p, plan.order, out)
+        return out
+    ps = np.take(plan.p, plan.order, out=SCRATCH.get("residual_ps", V))
+    s = plan.s if plan.s is not None else plan.s_at(np.arange(V))
+    w = np.subtract(ps, s, out=out)
+    np.maximum(w, 0.0, out=w)
+    np.cumsum(w, out=out)
+    if not out[-1] > 0:
+        np.cumsum(ps, out=out)
+    return out
 
 
 def sample_plans(plans: Sequence[Plan], t: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -547,6 +547,11 @@ def kernel_law(
     if nd == 0 or ns == 0:
         np.copyto(T, D)
         return T, 2.0 * (V + 20) * EPS * 2.0
+    jit = kernels()
+    if jit is not None:
+        absum, unpaired = jit["seq2_law"](D, qn, r, c0, R0, dslot, sslot, kd, js, kern.prob,
+                                          kern.Bd, kern.Bs, kern.Wd, kern.Ws, T)  # fmt: skip
+        return T, 2.0 * (V + 20) * EPS * absum + 2.0 * unpaired
     x, y = dslot[kd], sslot[js]
     p1x, p1y, p2x, p2y = kern.prob
     rx, qx, ry, qy = r[x], qn[x], r[y], qn[y]
