@@ -1,7 +1,7 @@
 """The compiled V-size passes of the chain plans (mdsd_ot/verifiers/chain/_passes.py).
 
-Compiled and numpy routes build the same plans: every array of a ``relabel`` (n = 2), ``cp2``
-and ``seq2`` plan is equal entry by entry (``np.array_equal``: bit-identical up to the sign of
+Compiled and numpy routes build the same plans: every array of a ``relabel`` (n = 2, 4),
+``stream`` (n = 3), ``cp2`` and ``seq2`` plan is equal entry by entry (``np.array_equal``: bit-identical up to the sign of
 zeros), acceptances are equal, and ``law_error`` agrees exactly (``relabel``, ``cp2``) or to a
 relative 1e-12 (``seq2``: the compiled kernel law sums the bound's terms sequentially, numpy
 pairwise).  With the same generator, both routes draw the same output tokens, for one tuple (the
@@ -24,6 +24,7 @@ from mdsd_ot.verifiers.chain import sample as SP
 from mdsd_ot.verifiers.chain._passes import kernels
 
 CONS = ("relabel", "cp2", "seq2")
+BUILDS = [("relabel", 2), ("relabel", 4), ("stream", 3), ("cp2", 2), ("seq2", 2)]
 needs_jit = pytest.mark.skipif(kernels() is None, reason="numba not installed or MDSD_OT_JIT=0")
 
 
@@ -76,13 +77,13 @@ def _equal(a, b, key: str) -> None:
 
 
 @needs_jit
-@pytest.mark.parametrize("con", CONS)
+@pytest.mark.parametrize(("con", "n"), BUILDS)
 @pytest.mark.parametrize("row", range(len(ROWS)), ids=[r[0] for r in ROWS])
-def test_compiled_equals_numpy(con, row):
+def test_compiled_equals_numpy(con, n, row):
     _, p, q = ROWS[row]
-    a = build_plan(p, q, 2, con)
+    a = build_plan(p, q, n, con)
     with disabled():
-        b = build_plan(p, q, 2, con)
+        b = build_plan(p, q, n, con)
     fa, fb = _fields(a), _fields(b)
     assert fa.keys() == fb.keys()
     for k in fa:
@@ -110,8 +111,8 @@ def test_compiled_and_numpy_draw_the_same(con, B):
         assert np.array_equal(out_a, out_b)
 
 
-@pytest.mark.parametrize("con", CONS + ("seq-swap",))
-def test_scratch_residual_equals_cached(con):
+@pytest.mark.parametrize(("con", "n"), BUILDS + [("seq-swap", 2)])
+def test_scratch_residual_equals_cached(con, n):
     """The scratch residual of a few tuples is the plan's cached residual, entry by entry, on
     both routes (a failed compiled pass would differ from the numpy cumulative sum)."""
     for _, p, q in ROWS[1:]:
@@ -120,7 +121,7 @@ def test_scratch_residual_equals_cached(con):
         for route in ("compiled", "numpy"):
             ctx = disabled() if route == "numpy" else _nothing()
             with ctx:
-                plan = build_plan(p, q, 2, con)
+                plan = build_plan(p, q, n, con)
                 once = SP._residual_once(plan).copy()
                 assert np.array_equal(once, plan.residual), (con, route)
 

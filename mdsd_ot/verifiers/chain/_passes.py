@@ -136,9 +136,10 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
         return m, nd, ns
 
     @jit
-    def relabel2(p, q, order, c, F):
-        # two drafts i.i.d.: c = cumsum(q[order]), F = cumsum(p[order]) - c^2 (prefixes 0..V);
-        # returns q of the last slot
+    def relabel_front(p, q, order, c, F, square):
+        # i.i.d. drafts: c = cumsum(q[order]) and F = cumsum(p[order]) on prefixes 0..V, minus
+        # c^2 when ``square`` (n = 2; otherwise the caller subtracts c^n); returns q of the
+        # last slot
         P = 0.0
         cq = 0.0
         F[0] = 0.0
@@ -149,7 +150,7 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
             P += p[o]
             cq += qk
             c[k] = cq
-            F[k + 1] = P - cq * cq
+            F[k + 1] = P - cq * cq if square else P
         return qk
 
     @jit
@@ -422,7 +423,7 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
         "seq2_law": seq2_law,
         "gather": gather,
         "back": back,
-        "relabel2": relabel2,
+        "relabel_front": relabel_front,
         "cp2_front": cp2_front,
         "cp2_mid": cp2_mid,
         "rho_of": rho_of,

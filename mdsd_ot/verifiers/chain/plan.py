@@ -277,15 +277,18 @@ def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray
 
 def _relabel(p, q, n, order, construction="relabel") -> Plan:
     r"""i.i.d. drafts: only what the pairs need (:math:`dE`) and α* = 1 + min F; the sub-law
-    :math:`s = D + dE` is formed at the slots that need it (:meth:`Plan.s_at`).  n = 2 with the
-    compiled passes (:mod:`._passes`): one loop in slot order (gathers, c, F) and one top down
-    (E, dE, the full-length pairing), the same numbers as the numpy route."""
+    :math:`s = D + dE` is formed at the slots that need it (:meth:`Plan.s_at`).  With the
+    compiled passes (:mod:`._passes`): one loop in slot order (gathers, c, F; for n >= 3 numpy
+    subtracts :math:`c^n`) and one top down (E, dE, the full-length pairing), the same numbers as
+    the numpy route."""
     V = len(order)
-    kern = kernels() if n == 2 else None
+    kern = kernels()
     if kern is not None:
         c = kept("c", V)
         F = SCRATCH.get("F", V + 1)
-        q_last = kern["relabel2"](p, q, order, c, F)
+        q_last = kern["relabel_front"](p, q, order, c, F, n == 2)
+        if n != 2:
+            F[1:] -= np.power(c, n, out=SCRATCH.get("Q", V))
         live = V if q_last > 0 else int(np.count_nonzero(q))
         dE = kept("dE", V)
         Ls, Ld = kept("Ls", live), kept("Ld", live)
