@@ -40,7 +40,7 @@ def _rows() -> list[tuple[str, np.ndarray, np.ndarray]]:
         if kind == "ties":
             q[:150] = p[:150]
         elif kind == "zeros":
-            p[:5], q[-7:] = 0.0, 0.0
+            p[:5], q[-7:], p[-1] = 0.0, 0.0, 0.0  # token V - 1: p = q = 0 (a NaN key)
         elif kind == "heavy":
             q[3] += 1e6
         out.append((kind, p / p.sum(), q / q.sum()))
@@ -124,6 +124,22 @@ def test_scratch_residual_equals_cached(con, n):
                 plan = build_plan(p, q, n, con)
                 once = SP._residual_once(plan).copy()
                 assert np.array_equal(once, plan.residual), (con, route)
+
+
+@pytest.mark.parametrize("route", ["compiled", "numpy"])
+def test_slots_of_few_tokens(route):
+    """The slots of a few tokens (keys counted below each) are the inverse permutation's, with
+    ties (equal p/q) and a NaN key (p = q = 0)."""
+    for _, p, q in ROWS:
+        V = len(p)
+        g = np.random.default_rng(11)
+        with disabled() if route == "numpy" else _nothing():
+            plan = build_plan(p, q, 2, "relabel")
+            for size in (1, 2, 16):
+                tok = g.integers(0, V, size)
+                tok[0] = V - 1
+                want = np.argsort(plan.order)[tok]
+                assert np.array_equal(plan.slots_of(tok), want)
 
 
 class _nothing:

@@ -10,7 +10,10 @@ the same work:
 - a *front* pass (slot order): the gathers, the masses and the cumulative sums, F;
 - a *back* pass (top down): the running minimum, E and dE, s, and the supply and demand lists
   (or the full-length cumulative supply and demand of :meth:`.rows.Pairing.full`);
-- the residual draw (:func:`residual_cumsum`): the cumulative :math:`(p - s)^+` by slot.
+- seq2's kernel law on the pairs (:func:`mdsd_ot.verifiers.chain.seq2.kernel_law`);
+- the residual draw: the cumulative :math:`(p - s)^+` by slot;
+- the slots of a few drafted tokens (:meth:`.plan.Plan.slots_of`): the keys below each, counted
+  in one pass.
 
 Every loop performs the same floating-point operations, in the same order, as the numpy route
 (sequential cumulative sums, elementwise products and quotients; the pairwise sums that numpy
@@ -419,7 +422,20 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
         absum += ao
         return absum, unpaired
 
+    @jit
+    def count_below(key, ks, out):
+        # out[j] = #(key < ks[j]) (NaN keys count nowhere), one pass for all j
+        m = ks.shape[0]
+        for j in range(m):
+            out[j] = 0
+        for i in range(key.shape[0]):
+            v = key[i]
+            for j in range(m):
+                if v < ks[j]:
+                    out[j] += 1
+
     return {
+        "count_below": count_below,
         "seq2_law": seq2_law,
         "gather": gather,
         "back": back,
