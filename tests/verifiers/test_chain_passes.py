@@ -126,6 +126,27 @@ def test_scratch_residual_equals_cached(con, n):
                 assert np.array_equal(once, plan.residual), (con, route)
 
 
+@needs_jit
+def test_seq2_levels_compiled_equals_numpy():
+    """Seq2Kernel.pair_levels: the compiled row scan draws the levels of the numpy binary
+    search, with the same uniforms, on every paired slot (moves included) and unpaired ones."""
+    moves = 0
+    for _, p, q in ROWS[1:]:
+        plan = build_plan(p, q, 2, "seq2")
+        k = plan.seq2
+        slots = np.concatenate([k.dslot, k.sslot, np.arange(min(len(p), 50))])
+        first = np.tile(slots, 20)
+        second = np.random.default_rng(3).permutation(first)
+        a1, a2 = k.pair_levels(first, second, np.random.default_rng(4))
+        with disabled():
+            b1, b2 = k.pair_levels(first, second, np.random.default_rng(4))
+            c1 = k.levels(first, 2, np.random.default_rng(5))
+        assert np.array_equal(a1, b1) and np.array_equal(a2, b2)
+        assert np.array_equal(k.levels(first, 2, np.random.default_rng(5)), c1)
+        moves += int(((a1 // 2 != first) | (a2 // 2 != second)).sum())
+    assert moves > 100  # the move entries are exercised
+
+
 @pytest.mark.parametrize("route", ["compiled", "numpy"])
 def test_slots_of_few_tokens(route):
     """The slots of a few tokens (keys counted below each) are the inverse permutation's, with

@@ -434,7 +434,88 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
                 if v < ks[j]:
                     out[j] += 1
 
+    @jit
+    def seq2_levels(slots, kinds, u, dslot, sslot, Bd, Bs, Wd, Ws, kd, js, prob, out):
+        # Seq2Kernel.pair_levels with the uniforms u given: per draw, the first entry of its
+        # row (rest, region, moves in pair order) whose cumulative integer probability
+        # exceeds u (rows sum to exactly 1, so one is found)
+        nd = dslot.shape[0]
+        ns = sslot.shape[0]
+        P = kd.shape[0]
+        for d in range(slots.shape[0]):
+            z = slots[d]
+            t = kinds[d] - 1
+            side = 0
+            i = -1
+            lo = 0
+            hi = nd  # dslot descending: the first index with dslot <= z
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if dslot[mid] > z:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < nd and dslot[lo] == z:
+                side = -1
+                i = lo
+            else:
+                lo = 0
+                hi = ns
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if sslot[mid] > z:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < ns and sslot[lo] == z:
+                    side = 1
+                    i = lo
+            if side == 0:
+                out[d] = 2 * z
+                continue
+            if side == -1:
+                B = Bd[i]
+                W = Wd[t, i]
+                rest = 2 * z + 1
+                region = 2 * z
+                keys = kd
+                pr = prob[2 * t]
+            else:
+                B = Bs[i]
+                W = Ws[t, i]
+                rest = 2 * z
+                region = 2 * z + 1
+                keys = js
+                pr = prob[2 * t + 1]
+            ud = u[d]
+            cum = np.int64(np.rint((1.0 - B) * 4503599627370496.0))
+            if cum > ud:
+                out[d] = rest
+                continue
+            cum += np.int64(np.rint((B - W) * 4503599627370496.0))
+            if cum > ud:
+                out[d] = region
+                continue
+            lo = 0
+            hi = P  # the first pair of token i (keys non-decreasing)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if keys[mid] < i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            lev = region
+            e = lo
+            while e < P and keys[e] == i:
+                cum += np.int64(np.rint(pr[e] * 4503599627370496.0))
+                lev = 2 * sslot[js[e]] + 1 if side == -1 else 2 * dslot[kd[e]]
+                if cum > ud:
+                    break
+                e += 1
+            out[d] = lev
+
     return {
+        "seq2_levels": seq2_levels,
         "count_below": count_below,
         "seq2_law": seq2_law,
         "gather": gather,

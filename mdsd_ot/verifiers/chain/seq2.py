@@ -252,6 +252,19 @@ class Seq2Kernel:
         """
         from .sample import _draw_entries
 
+        jit = kernels()
+        if jit is not None:  # the same uniforms, each draw's row scanned in a compiled loop
+            a = np.asarray(first, dtype=np.int64)
+            b = np.asarray(second, dtype=np.int64) if second is not None else a[:0]
+            slots = np.concatenate([a.ravel(), b.ravel()])
+            kinds = np.full(len(slots), 2, dtype=np.int64)
+            kinds[: a.size] = kind
+            u = rng.integers(0, QUANT, size=len(slots), dtype=np.int64)
+            out = np.empty(len(slots), dtype=np.int64)
+            jit["seq2_levels"](slots, kinds, u, self.dslot, self.sslot, self.Bd, self.Bs,
+                               self.Wd, self.Ws, self.kd, self.js, self.prob, out)  # fmt: skip
+            l1 = out[: a.size].reshape(a.shape)
+            return l1, (out[a.size :].reshape(b.shape) if second is not None else None)
         parts = [(np.asarray(first, dtype=np.int64), kind)]
         if second is not None:
             parts.append((np.asarray(second, dtype=np.int64), 2))
