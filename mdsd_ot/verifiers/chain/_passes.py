@@ -12,8 +12,8 @@ the same work:
   (or the full-length cumulative supply and demand of :meth:`.rows.Pairing.full`);
 - seq2's kernel law on the pairs (:func:`mdsd_ot.verifiers.chain.seq2.kernel_law`);
 - the residual draw: the cumulative :math:`(p - s)^+` by slot;
-- the slots of a few drafted tokens (:meth:`.plan.Plan.slots_of`): the keys below each, counted
-  in one pass.
+- seq2's level draws (:meth:`mdsd_ot.verifiers.chain.seq2.Seq2Kernel.pair_levels`): each
+  draw's kernel row scanned in one loop, with the same uniforms.
 
 Every loop performs the same floating-point operations, in the same order, as the numpy route
 (sequential cumulative sums, elementwise products and quotients; the pairwise sums that numpy
@@ -423,18 +423,6 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
         return absum, unpaired
 
     @jit
-    def count_below(key, ks, out):
-        # out[j] = #(key < ks[j]) (NaN keys count nowhere), one pass for all j
-        m = ks.shape[0]
-        for j in range(m):
-            out[j] = 0
-        for i in range(key.shape[0]):
-            v = key[i]
-            for j in range(m):
-                if v < ks[j]:
-                    out[j] += 1
-
-    @jit
     def seq2_levels(slots, kinds, u, dslot, sslot, Bd, Bs, Wd, Ws, kd, js, prob, out):
         # Seq2Kernel.pair_levels with the uniforms u given: per draw, the first entry of its
         # row (rest, region, moves in pair order) whose cumulative integer probability
@@ -516,7 +504,6 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
 
     return {
         "seq2_levels": seq2_levels,
-        "count_below": count_below,
         "seq2_law": seq2_law,
         "gather": gather,
         "back": back,

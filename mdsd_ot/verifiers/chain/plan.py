@@ -139,15 +139,10 @@ class Plan:
         if self._rank is None and self.key is not None and tokens.size <= 16:
             k = self.key[tokens.ravel()]
             out = np.empty(tokens.size, dtype=np.int64)
-            kern = kernels()
-            below = None
-            if kern is not None and not np.isnan(k).any():  # one pass for all the tokens
-                below = np.empty(tokens.size, dtype=np.int64)
-                kern["count_below"](self.key, k, below)
             for j, (tok, kj) in enumerate(zip(tokens.ravel(), k, strict=True)):
                 if kj != kj:  # nan keys (p = q = 0) sort last, in any order
                     return self.rank[tokens]
-                lo = int(np.count_nonzero(self.key < kj)) if below is None else int(below[j])
+                lo = int(np.count_nonzero(self.key < kj))
                 if self.order[lo] == tok:  # the usual case: no tie before it
                     out[j] = lo
                 else:  # ties: find the token in its block of equal keys

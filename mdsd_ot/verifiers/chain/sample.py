@@ -38,7 +38,7 @@ import numpy as np
 from ._arena import SCRATCH
 from ._passes import kernels
 from .plan import Plan, build_plan
-from .relabel import QUANT
+from .relabel import QUANT, rates_from_cum
 from .rows import kernel_rows, selection_law_at
 
 __all__ = [
@@ -231,7 +231,16 @@ def _residual_once(plan: Plan) -> np.ndarray:
             kern["cumsum_p"](plan.p, plan.order, out)
         return out
     ps = np.take(plan.p, plan.order, out=SCRATCH.get("residual_ps", V))
-    s = plan.s if plan.s is not None else plan.s_at(np.arange(V))
+    s = plan.s
+    if s is None:  # Plan.s_at on every slot, in scratch: q (c + (c - q)) + dE for n = 2
+        qk = np.take(plan.q, plan.order, out=SCRATCH.get("residual_qs", V))
+        s = np.subtract(plan.c, qk, out=SCRATCH.get("residual_s", V))
+        work = (SCRATCH.get("residual_w1", V), SCRATCH.get("residual_w2", V)) if plan.n > 2 else ()
+        s = rates_from_cum(plan.c, s, plan.n, work)
+        s *= qk
+        s += plan.dE
+        np.minimum(s, ps, out=s)  # np.clip(s, 0, p): the same for p >= 0
+        np.maximum(s, 0.0, out=s)
     w = np.subtract(ps, s, out=out)
     np.maximum(w, 0.0, out=w)
     np.cumsum(w, out=out)
