@@ -142,7 +142,8 @@ class Plan:
             for j, (tok, kj) in enumerate(zip(tokens.ravel(), k, strict=True)):
                 if kj != kj:  # nan keys (p = q = 0) sort last, in any order
                     return self.rank[tokens]
-                lo = int(np.count_nonzero(self.key < kj))
+                mask = SCRATCH.get("below", len(self.key), dtype=np.bool_)
+                lo = int(np.count_nonzero(np.less(self.key, kj, out=mask)))
                 if self.order[lo] == tok:  # the usual case: no tie before it
                     out[j] = lo
                 else:  # ties: find the token in its block of equal keys
