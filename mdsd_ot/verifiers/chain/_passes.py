@@ -1,10 +1,10 @@
 r"""The V-size passes of the chain plans, fused into compiled loops when numba is installed.
 
-A plan of ``relabel`` (n = 2), ``cp2`` or ``seq2`` reads the vocabulary a dozen times in
-numpy: two gathers by the chain order, a few cumulative sums, the suffix minimum of the transfer
+A plan of ``relabel`` / ``stream`` (any n), ``cp2`` or ``seq2`` reads the vocabulary a dozen
+times in numpy: two gathers by the chain order, a few cumulative sums, the suffix minimum of the transfer
 path :math:`F = P - Q`, :math:`E_j = \max(0, F_j - \min_{i>j} F_i)`, its increments dE, the
 sub-law s and the supply and demand lists of the first-in first-out pairing.  Cumulative sums
-and suffix minima are sequential scans (numpy's run at about 3 ns per entry), so three loops do
+and suffix minima are sequential scans (numpy's run at about 3 ns per entry), so a few loops do
 the same work:
 
 - a *front* pass (slot order): the gathers, the masses and the cumulative sums, F;
@@ -18,8 +18,12 @@ the same work:
 Every loop performs the same floating-point operations, in the same order, as the numpy route
 (sequential cumulative sums, elementwise products and quotients; the pairwise sums that numpy
 computes, such as :math:`\sum q`, stay in numpy), so the two routes agree *bit for bit* up to the
-sign of zeros (tested).  Without numba, with ``MDSD_OT_JIT=0`` or inside
+sign of zeros (tested); the one exception is seq2's ``law_error``, whose sums of absolute terms
+are sequential here (equal to 1e-12 relative; the bound's rounding depth is unchanged,
+proofs/optimal_verifier.md §9.5).  Without numba, with ``MDSD_OT_JIT=0`` or inside
 :func:`mdsd_ot.fast._fused.disabled`, :func:`kernels` returns None and the callers run numpy.
+The loops compile on first use (a few seconds in all, cached on disk by numba where the package
+directory is writable).
 
 Examples
 --------
