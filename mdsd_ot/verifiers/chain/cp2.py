@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arena import SCRATCH, kept
+from ._passes import kernels
 from .plan import Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
 from .rows import Pairing
 
@@ -46,24 +47,32 @@ def fits(pr: Pairing, d, rho: np.ndarray) -> bool:
 
 
 def cp2_plan(p, q, n, order) -> Plan:
-    """Conditional Poisson, n = 2, through the i.i.d. kernel (no cancellation: see the note)."""
-    ps, qs = _gather(p, q, order)
-    V = len(qs)
-    c = np.cumsum(qs, out=kept("c", V))
-    w = np.subtract(c, qs, out=SCRATCH.get("w", V))
-    w *= qs  # e_2 increments q_k c_{k-1} >= 0
-    e2 = float(w.sum())
-    w /= e2  # the conditional-Poisson law D of the deterministic rule
-    s, dE = _sublaw(ps, np.cumsum(w, out=SCRATCH.get("W", V)), w)
-    s = _clip(s, ps)
-    two_e2 = 2.0 * e2
-    live = int(np.count_nonzero(q))
-    pr = _supply_demand(dE, q, qs, two_e2)
-    rho = SCRATCH.get("rho", V)  # two_e2 s / q + q on the live slots, inf after them
-    np.divide(s[:live], qs[:live], out=rho[:live])
-    rho[:live] *= two_e2
-    rho[:live] += qs[:live]
-    rho[live:] = np.inf
+    r"""Conditional Poisson, n = 2, through the i.i.d. kernel (no cancellation: see the note).
+
+    With the compiled passes (:mod:`._passes`) the V-size work is three loops (c and the e_2
+    increments; D and F; top down E, dE, s, the supply and demand intervals and ρ), the same
+    numbers as the numpy route; :math:`e_2 = \sum_k q_k c_{k-1}` stays numpy's pairwise sum."""
+    kern = kernels()
+    if kern is not None:
+        ps, qs, s, c, pr, rho, two_e2 = _cp2_compiled(kern, p, q, order)
+    else:
+        ps, qs = _gather(p, q, order)
+        V = len(qs)
+        c = np.cumsum(qs, out=kept("c", V))
+        w = np.subtract(c, qs, out=SCRATCH.get("w", V))
+        w *= qs  # e_2 increments q_k c_{k-1} >= 0
+        e2 = float(w.sum())
+        w /= e2  # the conditional-Poisson law D of the deterministic rule
+        s, dE = _sublaw(ps, np.cumsum(w, out=SCRATCH.get("W", V)), w)
+        s = _clip(s, ps)
+        two_e2 = 2.0 * e2
+        live = int(np.count_nonzero(q))
+        pr = _supply_demand(dE, q, qs, two_e2)
+        rho = SCRATCH.get("rho", V)  # two_e2 s / q + q on the live slots, inf after them
+        np.divide(s[:live], qs[:live], out=rho[:live])
+        rho[:live] *= two_e2
+        rho[:live] += qs[:live]
+        rho[live:] = np.inf
 
     def d(k, c=c, qs=qs):
         return 2.0 * c[k] - qs[k]
@@ -81,3 +90,27 @@ def cp2_plan(p, q, n, order) -> Plan:
     )  # fmt: skip
     plan.info["resorted"] = resorted
     return plan
+
+
+def _cp2_compiled(kern, p, q, order):
+    """The V-size passes of :func:`cp2_plan` in compiled loops (same numbers as numpy)."""
+    V = len(order)
+    ps, qs = SCRATCH.get("ps", V), SCRATCH.get("qs", V)
+    kern["gather"](p, q, order, ps, qs)
+    c = kept("c", V)
+    w = SCRATCH.get("w", V)
+    live = kern["cp2_front"](ps, qs, c, w)
+    e2 = float(w.sum())
+    F = SCRATCH.get("F", V + 1)
+    kern["cp2_mid"](ps, w, e2, F)
+    two_e2 = 2.0 * e2
+    plive = V if qs[-1] > 0 else live  # the pairing's live slots (as _supply_demand)
+    s, dE = kept("s", V), SCRATCH.get("S", V + 1)[:V]
+    js, jd = kept("js", plive, np.int64), kept("jd", plive, np.int64)
+    Ls, Ls0 = kept("Ls", plive), kept("Ls0", plive)
+    Ld, Ld0 = kept("Ld", plive), kept("Ld0", plive)
+    _, nd, ns = kern["back"](F, w, ps, s, dE, plive, 1, two_e2, jd, Ld, Ld0, js, Ls, Ls0)
+    pr = Pairing.compact(V, plive, (js[:ns], Ls[:ns], Ls0[:ns], jd[:nd], Ld[:nd], Ld0[:nd]))
+    rho = SCRATCH.get("rho", V)
+    kern["rho_of"](s, qs, two_e2, live, rho)
+    return ps, qs, s, c, pr, rho, two_e2

@@ -52,6 +52,7 @@ import numpy as np
 from ...fast.order import ratio_order
 from ...fast.prefix import prefix_Q_conditional_poisson
 from ._arena import POOL, SCRATCH, kept
+from ._passes import kernels
 from .pieces import PieceKernel
 from .relabel import rates_from_cum
 from .rows import Pairing
@@ -64,6 +65,8 @@ CONSTRUCTIONS: tuple[str, ...] = (
 )  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
+_NONE = np.empty(0)  # an absent array argument of the compiled passes
+_INONE = np.empty(0, dtype=np.int64)
 
 
 @dataclass
@@ -139,7 +142,8 @@ class Plan:
             for j, (tok, kj) in enumerate(zip(tokens.ravel(), k, strict=True)):
                 if kj != kj:  # nan keys (p = q = 0) sort last, in any order
                     return self.rank[tokens]
-                lo = int(np.count_nonzero(self.key < kj))
+                mask = SCRATCH.get("below", len(self.key), dtype=np.bool_)
+                lo = int(np.count_nonzero(np.less(self.key, kj, out=mask)))
                 if self.order[lo] == tok:  # the usual case: no tie before it
                     out[j] = lo
                 else:  # ties: find the token in its block of equal keys
@@ -274,9 +278,29 @@ def _gather(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> tuple[np.ndarray
 
 def _relabel(p, q, n, order, construction="relabel") -> Plan:
     r"""i.i.d. drafts: only what the pairs need (:math:`dE`) and α* = 1 + min F; the sub-law
-    :math:`s = D + dE` is formed at the slots that need it (:meth:`Plan.s_at`)."""
-    ps, qs = _gather(p, q, order)
+    :math:`s = D + dE` is formed at the slots that need it (:meth:`Plan.s_at`).  With the
+    compiled passes (:mod:`._passes`): one loop in slot order (gathers, c, F; for n >= 3 numpy
+    subtracts :math:`c^n`) and one top down (E, dE, the full-length pairing), the same numbers as
+    the numpy route."""
     V = len(order)
+    kern = kernels()
+    if kern is not None:
+        c = kept("c", V)
+        F = SCRATCH.get("F", V + 1)
+        q_last = kern["relabel_front"](p, q, order, c, F, n == 2)
+        if n != 2:
+            F[1:] -= np.power(c, n, out=SCRATCH.get("Q", V))
+        live = V if q_last > 0 else int(np.count_nonzero(q))
+        dE = kept("dE", V)
+        Ls, Ld = kept("Ls", live), kept("Ld", live)
+        min_F, _, _ = kern["back"](F, _NONE, _NONE, _NONE, dE, live, 2, 1.0, _INONE, Ls,
+                                   _NONE, _INONE, Ld, _NONE)  # fmt: skip
+        pairs = Pairing.full_from(V, live, Ls, Ld)
+        plan = Plan(construction, n, p, q, order, c, None, None, pairs, None,
+                    min(1.0, 1.0 + min_F), _iid_err(n, V))  # fmt: skip
+        plan.dE = dE
+        return plan
+    ps, qs = _gather(p, q, order)
     c = np.cumsum(qs, out=kept("c", V))
     Q = SCRATCH.get("Q", V)
     if n == 2:
@@ -341,7 +365,7 @@ def _build(p, q, n, construction, order) -> Plan:
     if order is None:
         V = len(p)
         key = sort_keys(p, q, out=kept("key", V))
-        work = SCRATCH.get("words", V, dtype=np.uint64) if POOL.active else None
+        work = SCRATCH.get("words", V, dtype=np.uint64)  # scratch: no fresh page faults
         order = ratio_order(key, out=kept("order", V, np.int64), work=work)
     if construction == "top" or n == 1:
         plan = _top(p, q, n, order, distinct=construction == "top")

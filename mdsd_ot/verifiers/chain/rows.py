@@ -85,6 +85,33 @@ class Pairing:
         self.js = self.jd = None
         return self
 
+    @classmethod
+    def full_from(cls, V: int, live: int, Ls: np.ndarray, Ld: np.ndarray) -> Pairing:
+        """:meth:`full` from its two cumulative arrays, computed elsewhere (the compiled top-down
+        pass of :mod:`._passes`)."""
+        self = cls.__new__(cls)
+        self.V, self.off = V, V - live
+        self.Ls, self.Ld = Ls, Ld
+        self.js = self.jd = None
+        return self
+
+    @classmethod
+    def compact(
+        cls,
+        V: int,
+        live: int,
+        lists: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ) -> Pairing:
+        """:meth:`from_increments` from its arrays, computed elsewhere: top-down indices among
+        the live slots, ends and starts of the supply and of the demand intervals."""
+        self = cls.__new__(cls)
+        js, Ls, Ls0, jd, Ld, Ld0 = lists
+        self.V = V
+        off = V - live
+        self.js, self.jd = (js + off, jd + off) if off else (js, jd)
+        self.Ls, self.Ls0, self.Ld, self.Ld0 = Ls, Ls0, Ld, Ld0
+        return self
+
     def starts(self, supply: bool, idx: np.ndarray) -> np.ndarray:
         """Start of the given supply (or demand) intervals."""
         if self.js is not None:

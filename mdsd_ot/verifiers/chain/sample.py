@@ -35,8 +35,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._arena import SCRATCH
+from ._passes import kernels
 from .plan import Plan, build_plan
-from .relabel import QUANT
+from .relabel import QUANT, rates_from_cum
 from .rows import kernel_rows, selection_law_at
 
 __all__ = [
@@ -200,11 +202,51 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
     keep = rng.random(len(t)) < acc
     if keep.all():
         return sel
-    res = plan.residual
+    res = plan.residual if plan._residual is not None or len(t) > _FEW else _residual_once(plan)
     slot = np.minimum(
         np.searchsorted(res, rng.random(len(t)) * res[-1], side="right"), len(res) - 1
     )
     return np.where(keep, sel, plan.order[slot])
+
+
+#: Batches of at most this many tuples draw the residual from a scratch cumulative law (one
+#: fused pass, nothing kept); larger ones build the plan's cached :attr:`Plan.residual`.
+_FEW: int = 8
+
+
+def _residual_once(plan: Plan) -> np.ndarray:
+    r"""The cumulative residual law of :attr:`Plan.residual` in a per-thread scratch buffer
+    (valid until the next call): the same numbers, without the plan's V-size arrays ``ps`` and
+    (``relabel``) ``s_full``.  Compiled: one pass over the slots (:mod:`._passes`)."""
+    V = len(plan.order)
+    out = SCRATCH.get("residual", V)
+    kern = kernels()
+    iid2 = plan.s is None and plan.dE is not None and plan.n == 2 and plan.two_e2 is None
+    if kern is not None and (plan.s is not None or iid2):
+        if plan.s is not None:
+            total = kern["residual_cumsum"](plan.p, plan.order, plan.s, out)
+        else:
+            total = kern["residual_cumsum_iid2"](plan.p, plan.q, plan.order, plan.c, plan.dE, out)
+        if not total > 0:
+            kern["cumsum_p"](plan.p, plan.order, out)
+        return out
+    ps = np.take(plan.p, plan.order, out=SCRATCH.get("residual_ps", V))
+    s = plan.s
+    if s is None:  # Plan.s_at on every slot, in scratch: q (c + (c - q)) + dE for n = 2
+        qk = np.take(plan.q, plan.order, out=SCRATCH.get("residual_qs", V))
+        s = np.subtract(plan.c, qk, out=SCRATCH.get("residual_s", V))
+        work = (SCRATCH.get("residual_w1", V), SCRATCH.get("residual_w2", V)) if plan.n > 2 else ()
+        s = rates_from_cum(plan.c, s, plan.n, work)
+        s *= qk
+        s += plan.dE
+        np.minimum(s, ps, out=s)  # np.clip(s, 0, p): the same for p >= 0
+        np.maximum(s, 0.0, out=s)
+    w = np.subtract(ps, s, out=out)
+    np.maximum(w, 0.0, out=w)
+    np.cumsum(w, out=out)
+    if not out[-1] > 0:
+        np.cumsum(ps, out=out)
+    return out
 
 
 def sample_plans(plans: Sequence[Plan], t: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -62,7 +62,10 @@ from typing import Any
 import numpy as np
 
 from ._arena import SCRATCH, kept
+from ._passes import kernels
 from .relabel import QUANT
+
+_NONE = np.empty(0)  # an absent array argument of the compiled passes
 
 __all__ = [
     "TOL",
@@ -249,6 +252,19 @@ class Seq2Kernel:
         """
         from .sample import _draw_entries
 
+        jit = kernels()
+        if jit is not None:  # the same uniforms, each draw's row scanned in a compiled loop
+            a = np.asarray(first, dtype=np.int64)
+            b = np.asarray(second, dtype=np.int64) if second is not None else a[:0]
+            slots = np.concatenate([a.ravel(), b.ravel()])
+            kinds = np.full(len(slots), 2, dtype=np.int64)
+            kinds[: a.size] = kind
+            u = rng.integers(0, QUANT, size=len(slots), dtype=np.int64)
+            out = np.empty(len(slots), dtype=np.int64)
+            jit["seq2_levels"](slots, kinds, u, self.dslot, self.sslot, self.Bd, self.Bs,
+                               self.Wd, self.Ws, self.kd, self.js, self.prob, out)  # fmt: skip
+            l1 = out[: a.size].reshape(a.shape)
+            return l1, (out[a.size :].reshape(b.shape) if second is not None else None)
         parts = [(np.asarray(first, dtype=np.int64), kind)]
         if second is not None:
             parts.append((np.asarray(second, dtype=np.int64), 2))
@@ -297,9 +313,8 @@ def fifo(dE: np.ndarray, live: int, E: np.ndarray | None = None) -> tuple[np.nda
     g = dE[live - 1 :: -1] if live > 0 else dE[:0]
     mask = SCRATCH.get("mask", len(g) + 1, dtype=np.bool_)
     jd = np.flatnonzero(np.greater(g, 0.0, out=mask[: len(g)]))
-    z = np.zeros(0, dtype=np.int64)
     if len(jd) == 0:
-        return np.zeros(0), z, z, z, z
+        return _fifo_pairs(jd, np.zeros(0), jd, np.zeros(0), live)
     ed = np.cumsum(g[jd])
     top = len(g)
     if E is not None:  # the highest cut j whose supply above covers the total demand
@@ -308,10 +323,19 @@ def fifo(dE: np.ndarray, live: int, E: np.ndarray | None = None) -> tuple[np.nda
         if cover[first]:
             top = first  # cut live - first: the supply in top-down [0, first)
     js_ = np.flatnonzero(np.less(g[:top], 0.0, out=mask[:top]))
-    if len(js_) == 0:
-        return np.zeros(0), z, z, z, z
     es = np.cumsum(g[js_])
     np.negative(es, out=es)
+    return _fifo_pairs(jd, ed, js_, es, live)
+
+
+def _fifo_pairs(
+    jd: np.ndarray, ed: np.ndarray, js_: np.ndarray, es: np.ndarray, live: int
+) -> tuple[np.ndarray, ...]:
+    """:func:`fifo` from the top-down indices of the demand (supply) tokens and their
+    cumulative demand (supply)."""
+    z = np.zeros(0, dtype=np.int64)
+    if len(jd) == 0 or len(js_) == 0:
+        return np.zeros(0), z, z, z, z
     nd = min(len(ed), int(np.searchsorted(ed, es[-1], "left")) + 1)
     ns = min(len(es), int(np.searchsorted(es, ed[nd - 1], "left")) + 1)
     ed, es = ed[:nd], es[:ns]
@@ -332,6 +356,20 @@ def fifo(dE: np.ndarray, live: int, E: np.ndarray | None = None) -> tuple[np.nda
     keep = (k < nd) & (j < ns) & (tau > 0)
     keep &= sslot[np.minimum(j, ns - 1)] > dslot[np.minimum(k, nd - 1)]
     return tau[keep], k[keep], j[keep], dslot, sslot
+
+
+def _fifo_compiled(kern, F, D, ps, s, dE, live) -> tuple[float, tuple[np.ndarray, ...]]:
+    """The top-down pass (E into F, dE, s) and :func:`fifo` in compiled loops: the demand and
+    supply lists are collected in the same pass, the supply cut at the highest cover."""
+    jd, ed = SCRATCH.get("jd", live, dtype=np.int64), SCRATCH.get("ed", live)
+    js_, es = SCRATCH.get("js", live, dtype=np.int64), SCRATCH.get("es", live)
+    min_F, nd, ns = kern["back"](F, D, ps, s, dE, live, 1, 1.0, jd, ed, _NONE, js_, es, _NONE)
+    jd, ed = jd[:nd], ed[:nd]
+    if nd:
+        top = kern["cover_cut"](F, live, ed[-1])
+        if top <= live:  # the supply in top-down [0, top)
+            ns = int(np.searchsorted(js_[:ns], top, "left"))
+    return min_F, _fifo_pairs(jd, ed, js_[:ns], es[:ns], live)
 
 
 def design(
@@ -522,6 +560,11 @@ def kernel_law(
     if nd == 0 or ns == 0:
         np.copyto(T, D)
         return T, 2.0 * (V + 20) * EPS * 2.0
+    jit = kernels()
+    if jit is not None:
+        absum, unpaired = jit["seq2_law"](D, qn, r, c0, R0, dslot, sslot, kd, js, kern.prob,
+                                          kern.Bd, kern.Bs, kern.Wd, kern.Ws, T)  # fmt: skip
+        return T, 2.0 * (V + 20) * EPS * absum + 2.0 * unpaired
     x, y = dslot[kd], sslot[js]
     p1x, p1y, p2x, p2y = kern.prob
     rx, qx, ry, qy = r[x], qn[x], r[y], qn[y]
@@ -590,6 +633,30 @@ def kernel_law(
 # -- the plan ---------------------------------------------------------------------------------
 
 
+def _heavy(qs: np.ndarray, total: float) -> tuple[int, float]:
+    r"""The slot h of a token with more than half of :math:`S = \sum q` and :math:`S - q_h`
+    summed directly, or (-1, 0.0)."""
+    h = int(np.argmax(qs))
+    if 2.0 * qs[h] > total:
+        return h, float(qs[:h].sum() + qs[h + 1 :].sum())
+    return -1, 0.0
+
+
+def _front_compiled(kern, ps: np.ndarray, qs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_masses`, the cumulative masses c0 and R0, D and F in one compiled loop (the same
+    numbers as the numpy route of :func:`seq2_plan`)."""
+    V = len(qs)
+    total = float(qs.sum())
+    h, rh = _heavy(qs, total)
+    qn = SCRATCH.get("qn", V) if total != 1.0 else qs
+    r = SCRATCH.get("r", V)
+    z = SCRATCH.get("c0R0", 2 * (V + 1))
+    c0, R0 = z[: V + 1], z[V + 1 :]
+    D, F = SCRATCH.get("D", V), SCRATCH.get("F", V + 1)
+    kern["seq2_front"](ps, qs, qn, r, total, h, rh, c0, R0, D, F)
+    return qn, r, c0, R0, D, F
+
+
 def _masses(qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Second-draw masses :math:`\bar q = q / S` and first-draw masses :math:`r = q / (S - q)`
     (:math:`S = \sum q`; :math:`\Pr[X_1 = a, X_2 = b] = r_a \bar q_b` for a != b).
@@ -602,9 +669,9 @@ def _masses(qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     total = float(qs.sum())
     qn = np.divide(qs, total, out=SCRATCH.get("qn", V)) if total != 1.0 else qs
     r = np.subtract(total, qs, out=SCRATCH.get("r", V))
-    h = int(np.argmax(qs))
-    if 2.0 * qs[h] > total:  # a heavy token: its complement summed directly
-        r[h] = float(qs[:h].sum() + qs[h + 1 :].sum())
+    h, rh = _heavy(qs, total)
+    if h >= 0:  # a heavy token: its complement summed directly
+        r[h] = rh
     np.divide(qs, r, out=r)  # q = 0 gives 0
     return qn, r
 
@@ -639,36 +706,50 @@ def seq2_plan(
         raise ValueError(f"n: the seq2 construction is for two drafts, got n = {n}")
     if order is None:
         order = chain_order(p, q)
-    ps, qs = _gather(p, q, order)
     V = len(order)
+    kern = kernels()
+    if kern is not None:
+        ps, qs = SCRATCH.get("ps", V), SCRATCH.get("qs", V)
+        kern["gather"](p, q, order, ps, qs)
+    else:
+        ps, qs = _gather(p, q, order)
     live = V if qs[-1] > 0 else int(np.count_nonzero(q))
-    qn, r = _masses(qs)
-    # cumulative q and r with a leading 0 (c0[k] = c_{k-1}), both in one complex cumulative
-    # sum (two independent chains of additions; the same sums as two float cumsums)
-    z = SCRATCH.get("cz", V + 1, dtype=np.complex128)
-    z[0] = 0.0
-    z.real[1:] = qn
-    z.imag[1:] = r
-    np.cumsum(z, out=z)
-    c0, R0 = z.real, z.imag
-    D = np.multiply(r, c0[:-1], out=SCRATCH.get("D", V))
-    tmp = np.multiply(qn, R0[:-1], out=SCRATCH.get("tmp", V))
-    D += tmp
-    # F = P - Q on prefixes, E = max(0, F - suffix min), s = D + dE (as plan._transfer)
-    np.subtract(ps, D, out=tmp)
-    F = SCRATCH.get("F", V + 1)
-    F[0] = 0.0
-    np.cumsum(tmp, out=F[1:])
-    S = SCRATCH.get("S", V + 1)
-    np.minimum.accumulate(F[::-1], out=S[::-1])
-    alpha = min(1.0, 1.0 + float(S[0]))
-    np.subtract(F[:-1], S[1:], out=F[:-1])
-    F[-1] = 0.0
-    np.maximum(F, 0.0, out=F)
-    dE = np.subtract(F[1:], F[:-1], out=tmp)
-    s = np.add(D, dE, out=kept("s", V))
-    np.clip(s, 0.0, ps, out=s)
-    tau, kd, js, dslot, sslot = fifo(dE, live, F)
+    if kern is not None:
+        qn, r, c0, R0, D, F = _front_compiled(kern, ps, qs)
+        s = kept("s", V)
+        min_F, (tau, kd, js, dslot, sslot) = _fifo_compiled(
+            kern, F, D, ps, s, SCRATCH.get("tmp", V), live
+        )
+        alpha = min(1.0, 1.0 + min_F)
+    else:
+        qn, r = _masses(qs)
+        # cumulative q and r with a leading 0 (c0[k] = c_{k-1}), both in one complex
+        # cumulative sum (two independent chains of additions; the same sums as two float
+        # cumsums)
+        z = SCRATCH.get("cz", V + 1, dtype=np.complex128)
+        z[0] = 0.0
+        z.real[1:] = qn
+        z.imag[1:] = r
+        np.cumsum(z, out=z)
+        c0, R0 = z.real, z.imag
+        D = np.multiply(r, c0[:-1], out=SCRATCH.get("D", V))
+        tmp = np.multiply(qn, R0[:-1], out=SCRATCH.get("tmp", V))
+        D += tmp
+        # F = P - Q on prefixes, E = max(0, F - suffix min), s = D + dE (as plan._transfer)
+        np.subtract(ps, D, out=tmp)
+        F = SCRATCH.get("F", V + 1)
+        F[0] = 0.0
+        np.cumsum(tmp, out=F[1:])
+        S = SCRATCH.get("S", V + 1)
+        np.minimum.accumulate(F[::-1], out=S[::-1])
+        alpha = min(1.0, 1.0 + float(S[0]))
+        np.subtract(F[:-1], S[1:], out=F[:-1])
+        F[-1] = 0.0
+        np.maximum(F, 0.0, out=F)
+        dE = np.subtract(F[1:], F[:-1], out=tmp)
+        s = np.add(D, dE, out=kept("s", V))
+        np.clip(s, 0.0, ps, out=s)
+        tau, kd, js, dslot, sslot = fifo(dE, live, F)
     nd, ns = len(dslot), len(sslot)
     x, y = dslot[kd], sslot[js]
     rx, qx, ry, qy = r[x], qn[x], r[y], qn[y]
