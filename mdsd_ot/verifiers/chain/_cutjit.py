@@ -1,0 +1,517 @@
+r"""Compiled passes of the piece-kernel laws (:mod:`.cutlaw`, :mod:`.pieces`), by numba.
+
+The numpy route of :func:`~.cutlaw.cp_law` makes, per level m < n, an exclusive blocked
+cumulative sum over all pieces (and its absolute-value twin) and a deflation of the piece's own
+token; :func:`~.cutlaw.before_after` makes running sums per token.  Here one loop over the pieces
+does all levels at once, with the *same* summation order: a *streaming* blocked cumulative sum
+keeps, per channel and per block level j, the partial sum of the current block and its offset
+(the inclusive sum of the blocks before it, from level j + 1).  When a block of 64 closes its
+total becomes the next item of level j + 1, and the new offset is level j + 1's inclusive value
+after it, exactly as :func:`~.cutlaw.blocked_cumsum` forms ``off`` from the blocked cumulative
+sum of the block totals; the top level (at most 64 items) is a plain running sum.  Every
+addition of the numpy route is made, on the same operands and in the same order, so the results
+are *bit-identical* (tested) and the rounding depth is the same,
+:func:`~.cutlaw.cumsum_depth` (N) for N items: the error bounds of :mod:`.cutlaw` hold unchanged.
+
+:func:`csr` is the counting sort of the pieces by token (the permutation of a stable
+:func:`numpy.argsort`); :func:`bincount2` the two weighted ``np.bincount`` of the law.
+
+Without numba, with ``MDSD_OT_JIT=0`` or inside :func:`mdsd_ot.fast._fused.disabled`,
+:func:`enabled` is False and the numpy code runs.
+
+Examples
+--------
+>>> import numpy as np
+>>> from .cutlaw import _exclusive
+>>> x = np.random.default_rng(0).random(5000)
+>>> got = exclusive(x) if enabled() else _exclusive(x)
+>>> bool(np.array_equal(got, _exclusive(x)))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ...fast import _fused
+
+__all__ = ["enabled", "levels", "exclusive", "cp_pass", "before_after", "bincount2", "csr"]
+
+_BLOCK = 64
+
+
+def enabled() -> bool:
+    """Whether the compiled passes run (numba importable and the package's kernels on,
+    :func:`mdsd_ot.fast._fused.enabled`).
+
+    Examples
+    --------
+    >>> from mdsd_ot.fast._fused import disabled
+    >>> with disabled():
+    ...     enabled()
+    False
+    """
+    return _fused.enabled() and _kernels() is not None
+
+
+def levels(N: int) -> int:
+    """Number of blocked levels of :func:`~.cutlaw.blocked_cumsum` on N items (0: one plain
+    cumulative sum), :math:`\\min\\{L : \\lceil N / 64^L \\rceil \\le 64\\}`.
+
+    Examples
+    --------
+    >>> levels(64), levels(65), levels(4096), levels(4097)
+    (0, 1, 1, 2)
+    """
+    L = 0
+    while N > _BLOCK:
+        N = -(-N // _BLOCK)
+        L += 1
+    return L
+
+
+@functools.cache
+def _kernels() -> dict[str, Any] | None:
+    """Compile-on-first-call kernels, or None when numba is not installed."""
+    jit = _fused.jit_decorator()
+    if jit is None:
+        return None
+    B = _BLOCK
+
+    @jit
+    def _push(loc, off, pos, c, y):  # pragma: no cover - compiled
+        # channel c's next item at level 0; its inclusive blocked sum (positions not advanced)
+        if pos[0] == 0:
+            loc[c, 0] = y
+        else:
+            loc[c, 0] += y
+        return off[c, 0] + loc[c, 0]
+
+    @jit
+    def _advance(loc, off, pos, L, C):  # pragma: no cover - compiled
+        # after every channel's item: close the full blocks, their totals the next items above
+        pos[0] += 1
+        j = 0
+        while j < L and pos[j] == B:
+            pos[j] = 0
+            for c in range(C):
+                if pos[j + 1] == 0:
+                    loc[c, j + 1] = loc[c, j]
+                else:
+                    loc[c, j + 1] += loc[c, j]
+                off[c, j] = off[c, j + 1] + loc[c, j + 1]
+            pos[j + 1] += 1
+            j += 1
+
+    @jit
+    def _levels(N):  # pragma: no cover - compiled
+        L = 0
+        while N > B:
+            N = (N + B - 1) // B
+            L += 1
+        return L
+
+    @jit
+    def excl(x, out):  # pragma: no cover - compiled
+        N = x.shape[0]
+        L = _levels(max(N - 1, 0))
+        loc = np.zeros((1, L + 1))
+        off = np.zeros((1, L + 1))
+        pos = np.zeros(L + 1, dtype=np.int64)
+        prev = 0.0
+        for e in range(N):
+            out[e] = prev
+            if e < N - 1:
+                prev = _push(loc, off, pos, 0, x[e])
+                _advance(loc, off, pos, L, 1)
+
+    @jit
+    def cp_pass(d, v, n, tok, skip, stop, g_out, ga_out):  # pragma: no cover - compiled
+        # levels m = 1..n-1 of cutlaw._cp_pass in one loop; channel 2(m-1): e_m of the low
+        # masses before the piece, 2(m-1)+1: its absolute-value twin.  skip >= 0: that token's
+        # pieces count as mass 0 and only they are written (the pass without the token).
+        N = d.shape[0]
+        C = 2 * (n - 1)
+        L = _levels(max(N - 1, 0))
+        loc = np.zeros((C, L + 1))
+        off = np.zeros((C, L + 1))
+        pos = np.zeros(L + 1, dtype=np.int64)
+        prevb = np.zeros(n)
+        preva = np.zeros(n)
+        eb = np.ones(n)
+        ea = np.ones(n)
+        g = np.ones(n)
+        ga = np.ones(n)
+        for e in range(stop):
+            de = d[e]
+            ve = v[e]
+            mine = skip >= 0 and tok[e] == skip
+            if mine:
+                de = 0.0
+                ve = 0.0
+            for m in range(1, n):
+                eb[m] = prevb[m]
+                ea[m] = preva[m]
+            for m in range(1, n):
+                gm = eb[m]
+                gam = ea[m]
+                if ve > 0:  # deflate the piece's own token: sum_i (-v)^i e_{m-i}
+                    pw = -ve
+                    for i in range(1, m + 1):
+                        gm += pw * eb[m - i]
+                        gam += abs(pw) * ea[m - i]
+                        pw = pw * -ve
+                g[m] = gm if not gm < 0.0 else 0.0
+                ga[m] = gam
+            if skip < 0 or mine:
+                g_out[e] = g[n - 1]
+                ga_out[e] = ga[n - 1]
+            if e < N - 1:
+                for m in range(1, n):
+                    prevb[m] = _push(loc, off, pos, 2 * (m - 1), de * g[m - 1])
+                    preva[m] = _push(loc, off, pos, 2 * (m - 1) + 1, de * ga[m - 1])
+                _advance(loc, off, pos, L, C)
+
+    @jit
+    def _close(loc, off, pos, L, C, lb, la, ob, oa):  # pragma: no cover - compiled
+        # a level-0 block of the scalar kernel closed: its totals lb[c], la[c] go up, and the
+        # new offsets come back in ob, oa (channel 2c: e_{c+1}, 2c + 1: its twin)
+        for c in range(C // 2):
+            loc[2 * c, 0] = lb[c]
+            loc[2 * c + 1, 0] = la[c]
+        pos[0] = B - 1
+        _advance(loc, off, pos, L, C)
+        for c in range(C // 2):
+            ob[c] = off[2 * c, 0]
+            oa[c] = off[2 * c + 1, 0]
+
+    @jit
+    def cp_pass4(d, v, n, tok, skip, stop, g_out, ga_out):  # pragma: no cover - compiled
+        # cp_pass for n <= 5 with the level-0 state in scalars (the same additions: the
+        # deflation powers pw_i = pw_{i-1} * -v, e_m + pw_1 e_{m-1} + ... + pw_m e_0, e_0 = 1)
+        N = d.shape[0]
+        K = n - 1
+        C = 8
+        L = _levels(max(N - 1, 0))
+        loc = np.zeros((C, L + 1))
+        off = np.zeros((C, L + 1))
+        pos = np.zeros(L + 1, dtype=np.int64)
+        lb = np.zeros(4)
+        la = np.zeros(4)
+        ob = np.zeros(4)
+        oa = np.zeros(4)
+        b1 = b2 = b3 = b4 = 0.0  # e_m before the piece (inclusive blocked sums so far)
+        a1 = a2 = a3 = a4 = 0.0
+        l1 = l2 = l3 = l4 = 0.0  # level-0 partial sums of the current block
+        k1 = k2 = k3 = k4 = 0.0
+        o1 = o2 = o3 = o4 = 0.0  # and their offsets
+        p1 = p2 = p3 = p4 = 0.0
+        fresh = True
+        p0 = 0
+        for e in range(stop):
+            de = d[e]
+            ve = v[e]
+            mine = skip >= 0 and tok[e] == skip
+            if mine:
+                de = 0.0
+                ve = 0.0
+            g1 = b1
+            h1 = a1
+            g2 = b2
+            h2 = a2
+            g3 = b3
+            h3 = a3
+            g4 = b4
+            h4 = a4
+            if ve > 0:
+                w1 = -ve
+                w2 = w1 * -ve
+                w3 = w2 * -ve
+                w4 = w3 * -ve
+                u1, u2, u3, u4 = abs(w1), abs(w2), abs(w3), abs(w4)
+                g1 += w1 * 1.0
+                h1 += u1 * 1.0
+                if K >= 2:
+                    g2 += w1 * b1
+                    g2 += w2 * 1.0
+                    h2 += u1 * a1
+                    h2 += u2 * 1.0
+                if K >= 3:
+                    g3 += w1 * b2
+                    g3 += w2 * b1
+                    g3 += w3 * 1.0
+                    h3 += u1 * a2
+                    h3 += u2 * a1
+                    h3 += u3 * 1.0
+                if K >= 4:
+                    g4 += w1 * b3
+                    g4 += w2 * b2
+                    g4 += w3 * b1
+                    g4 += w4 * 1.0
+                    h4 += u1 * a3
+                    h4 += u2 * a2
+                    h4 += u3 * a1
+                    h4 += u4 * 1.0
+            g1 = g1 if not g1 < 0.0 else 0.0
+            g2 = g2 if not g2 < 0.0 else 0.0
+            g3 = g3 if not g3 < 0.0 else 0.0
+            if skip < 0 or mine:
+                if K == 1:
+                    g_out[e] = g1
+                    ga_out[e] = h1
+                elif K == 2:
+                    g_out[e] = g2
+                    ga_out[e] = h2
+                elif K == 3:
+                    g_out[e] = g3
+                    ga_out[e] = h3
+                else:
+                    g_out[e] = g4 if not g4 < 0.0 else 0.0
+                    ga_out[e] = h4
+            if e < N - 1:  # push the items d * g_{m-1}, d * ga_{m-1}
+                y1 = de * 1.0
+                if fresh:
+                    l1 = y1
+                    k1 = y1
+                    l2 = de * g1
+                    k2 = de * h1
+                    l3 = de * g2
+                    k3 = de * h2
+                    l4 = de * g3
+                    k4 = de * h3
+                    fresh = False
+                else:
+                    l1 += y1
+                    k1 += y1
+                    l2 += de * g1
+                    k2 += de * h1
+                    l3 += de * g2
+                    k3 += de * h2
+                    l4 += de * g3
+                    k4 += de * h3
+                b1 = o1 + l1
+                a1 = p1 + k1
+                b2 = o2 + l2
+                a2 = p2 + k2
+                b3 = o3 + l3
+                a3 = p3 + k3
+                b4 = o4 + l4
+                a4 = p4 + k4
+                p0 += 1
+                if p0 == B and L > 0:
+                    lb[0], lb[1], lb[2], lb[3] = l1, l2, l3, l4
+                    la[0], la[1], la[2], la[3] = k1, k2, k3, k4
+                    _close(loc, off, pos, L, C, lb, la, ob, oa)
+                    o1, o2, o3, o4 = ob[0], ob[1], ob[2], ob[3]
+                    p1, p2, p3, p4 = oa[0], oa[1], oa[2], oa[3]
+                    p0 = 0
+                    fresh = True
+
+    @jit
+    def before_after(order, start, mass, row_len, v_out, a_out):  # pragma: no cover
+        # cutlaw.before_after: tokens of <= 8 pieces by running sums, larger ones by the
+        # blocked sum of their padded row (row_len: the bucket's longest), minus the term
+        V = start.shape[0] - 1
+        loc = np.zeros((1, 8))
+        off = np.zeros((1, 8))
+        pos = np.zeros(8, dtype=np.int64)
+        for k in range(V):
+            a = start[k]
+            c = start[k + 1] - a
+            if c == 0:
+                continue
+            if c <= 8:
+                s = 0.0
+                v_out[order[a]] = 0.0
+                for r in range(1, c):
+                    s = s + mass[order[a + r - 1]]
+                    v_out[order[a + r]] = s
+                s = 0.0
+                a_out[order[a + c - 1]] = 0.0
+                for r in range(1, c):
+                    s = s + mass[order[a + c - r]]
+                    a_out[order[a + c - 1 - r]] = s
+                continue
+            Lr = row_len[k]
+            L = _levels(Lr)
+            for direction in range(2):
+                for j in range(L + 1):
+                    loc[0, j] = 0.0
+                    off[0, j] = 0.0
+                    pos[j] = 0
+                if direction == 1:  # the reversed padded row starts with its zeros
+                    for _ in range(Lr - c):
+                        _push(loc, off, pos, 0, 0.0)
+                        _advance(loc, off, pos, L, 1)
+                for r in range(c):
+                    e = order[a + r] if direction == 0 else order[a + c - 1 - r]
+                    y = mass[e]
+                    val = _push(loc, off, pos, 0, y)
+                    _advance(loc, off, pos, L, 1)
+                    if direction == 0:
+                        v_out[e] = val - y
+                    else:
+                        a_out[e] = val - y
+
+    @jit
+    def bincount2(tok, d, g, ga, V, T, T_abs):  # pragma: no cover - compiled
+        # np.bincount(tok, d * g) and (tok, d * ga): index order, the same sums
+        for e in range(tok.shape[0]):
+            T[tok[e]] += d[e] * g[e]
+            T_abs[tok[e]] += d[e] * ga[e]
+
+    @jit
+    def csr(tok, V, start, order):  # pragma: no cover - compiled
+        # stable counting sort of the pieces by token (= np.argsort(tok, kind="stable"))
+        cnt = np.zeros(V + 1, dtype=np.int64)
+        for e in range(tok.shape[0]):
+            cnt[tok[e] + 1] += 1
+        s = 0
+        for k in range(V + 1):
+            s += cnt[k]
+            start[k] = s
+        nxt = start[:-1].copy()
+        for e in range(tok.shape[0]):
+            k = tok[e]
+            order[nxt[k]] = e
+            nxt[k] += 1
+
+    return {
+        "excl": excl,
+        "cp_pass": cp_pass,
+        "cp_pass4": cp_pass4,
+        "before_after": before_after,
+        "bincount2": bincount2,
+        "csr": csr,
+    }
+
+
+def exclusive(x: np.ndarray) -> np.ndarray:
+    r"""Exclusive blocked cumulative sum, :math:`\mathrm{out}_e = \sum_{i<e} x_i`, bit-identical
+    to :func:`~.cutlaw._exclusive` (rounding depth :func:`~.cutlaw.cumsum_depth` (N - 1)).
+
+    Examples
+    --------
+    >>> out = exclusive(np.array([1.0, 2.0, 3.0])) if enabled() else np.array([0.0, 1.0, 3.0])
+    >>> out.tolist()
+    [0.0, 1.0, 3.0]
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    _kernels()["excl"](x, out)
+    return out
+
+
+def cp_pass(
+    d: np.ndarray, v: np.ndarray, n: int, tok: np.ndarray, skip: int = -1
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Level n - 1 of :func:`~.cutlaw._cp_pass`, per piece: :math:`g = e_{n-1}` of the low
+    masses before the piece with its own token removed,
+    :math:`e_{m}(w \setminus x) = \sum_i (-v)^i e_{m-i}(w)` (clipped at 0 between levels), and
+    ``ga`` the same in absolute values.  ``skip`` >= 0: the pass without that token's pieces
+    (their mass and v set to 0), written only at those pieces (the rest are left unset).
+
+    Examples
+    --------
+    >>> if enabled():
+    ...     g, ga = cp_pass(np.array([0.5, 0.3, 0.2]), np.zeros(3), 2, np.arange(3))
+    ...     print(g.tolist())
+    ... else:
+    ...     print([0.0, 0.5, 0.8])
+    [0.0, 0.5, 0.8]
+    """
+    g = np.empty_like(d)
+    ga = np.empty_like(d)
+    run_pass(d, v, n, tok, skip, g, ga)
+    return g, ga
+
+
+def run_pass(
+    d: np.ndarray,
+    v: np.ndarray,
+    n: int,
+    tok: np.ndarray,
+    skip: int,
+    g: np.ndarray,
+    ga: np.ndarray,
+    stop: int | None = None,
+) -> None:
+    """:func:`cp_pass` into ``g``, ``ga`` over the pieces before ``stop`` (default all):
+    the scalar kernel for n <= 5, the general one above."""
+    stop = len(d) if stop is None else stop
+    if 2 <= n <= 5:
+        _kernels()["cp_pass4"](d, v, n, tok, skip, stop, g, ga)
+    else:
+        _kernels()["cp_pass"](d, v, n, tok, skip, stop, g, ga)
+
+
+def before_after(
+    order: np.ndarray, start: np.ndarray, mass: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per piece (level order) the mass of the same token's earlier and later pieces, the
+    additions of :func:`~.cutlaw.before_after` (bit-identical; ``mass`` in level order).
+
+    Examples
+    --------
+    >>> from .pieces import identity_pieces
+    >>> k = identity_pieces(3)
+    >>> if enabled():
+    ...     v, a = before_after(k.order, k.start, np.ones(3))
+    ...     print(v.tolist(), a.tolist())
+    ... else:
+    ...     print([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    [0.0, 0.0, 0.0] [0.0, 0.0, 0.0]
+    """
+    cnt = np.diff(start)
+    row_len = np.zeros(len(cnt), dtype=np.int64)
+    big = np.flatnonzero(cnt > 8)
+    if big.size:  # the padded row of cutlaw.before_after: the longest of the size bucket
+        lg = np.ceil(np.log2(cnt[big])).astype(np.int64)
+        for b in np.unique(lg):
+            ks = big[lg == b]
+            row_len[ks] = int(cnt[ks].max())
+    v = np.empty_like(mass)
+    after = np.empty_like(mass)
+    _kernels()["before_after"](order, start, mass, row_len, v, after)
+    return v, after
+
+
+def bincount2(
+    tok: np.ndarray, d: np.ndarray, g: np.ndarray, ga: np.ndarray, V: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``np.bincount(tok, d * g, V)`` and ``np.bincount(tok, d * ga, V)`` in one loop (the
+    same additions, in index order).
+
+    Examples
+    --------
+    >>> one = np.ones(2)
+    >>> T, Ta = bincount2(np.array([1, 1]), one, one, one, 3) if enabled() else (one, one)
+    >>> T.tolist() if enabled() else [0.0, 2.0, 0.0]
+    [0.0, 2.0, 0.0]
+    """
+    T = np.zeros(V)
+    T_abs = np.zeros(V)
+    _kernels()["bincount2"](tok, d, g, ga, V, T, T_abs)
+    return T, T_abs
+
+
+def csr(tok: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """``start`` (V + 1,) and ``order`` of the pieces grouped by token, level order kept:
+    the counting sort equal to ``np.argsort(tok, kind="stable")``.
+
+    Examples
+    --------
+    >>> if enabled():
+    ...     start, order = csr(np.array([1, 0, 1]), 2)
+    ...     print(start.tolist(), order.tolist())
+    ... else:
+    ...     print([0, 1, 3], [1, 0, 2])
+    [0, 1, 3] [1, 0, 2]
+    """
+    start = np.empty(V + 1, dtype=np.int64)
+    order = np.empty(len(tok), dtype=np.int64)
+    _kernels()["csr"](np.ascontiguousarray(tok, dtype=np.int64), V, start, order)
+    return start, order
