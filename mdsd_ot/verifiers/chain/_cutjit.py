@@ -38,7 +38,10 @@ import numpy as np
 
 from ...fast import _fused
 
-__all__ = ["enabled", "levels", "exclusive", "cp_pass", "before_after", "bincount2", "csr"]
+__all__ = [
+    "enabled", "levels", "exclusive", "cp_pass", "run_pass", "before_after", "bincount2", "build_pieces",
+    "csr", "fifo_pairs", "pair_masses",
+]  # fmt: skip
 
 _BLOCK = 64
 
@@ -129,7 +132,7 @@ def _kernels() -> dict[str, Any] | None:
                 _advance(loc, off, pos, L, 1)
 
     @jit
-    def cp_pass(d, v, n, tok, skip, stop, g_out, ga_out):  # pragma: no cover - compiled
+    def cp_pass(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
         # levels m = 1..n-1 of cutlaw._cp_pass in one loop; channel 2(m-1): e_m of the low
         # masses before the piece, 2(m-1)+1: its absolute-value twin.  skip >= 0: that token's
         # pieces count as mass 0 and only they are written (the pass without the token).
@@ -169,6 +172,8 @@ def _kernels() -> dict[str, Any] | None:
             if skip < 0 or mine:
                 g_out[e] = g[n - 1]
                 ga_out[e] = ga[n - 1]
+                if skip < 0 and ve > 0 and ga[n - 1] > 1e3 * g[n - 1]:
+                    flag[tok[e]] = 1
             if e < N - 1:
                 for m in range(1, n):
                     prevb[m] = _push(loc, off, pos, 2 * (m - 1), de * g[m - 1])
@@ -189,7 +194,7 @@ def _kernels() -> dict[str, Any] | None:
             oa[c] = off[2 * c + 1, 0]
 
     @jit
-    def cp_pass4(d, v, n, tok, skip, stop, g_out, ga_out):  # pragma: no cover - compiled
+    def cp_pass4(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
         # cp_pass for n <= 5 with the level-0 state in scalars (the same additions: the
         # deflation powers pw_i = pw_{i-1} * -v, e_m + pw_1 e_{m-1} + ... + pw_m e_0, e_0 = 1)
         N = d.shape[0]
@@ -271,6 +276,8 @@ def _kernels() -> dict[str, Any] | None:
                 else:
                     g_out[e] = g4 if not g4 < 0.0 else 0.0
                     ga_out[e] = h4
+                if skip < 0 and ve > 0 and ga_out[e] > 1e3 * g_out[e]:
+                    flag[tok[e]] = 1
             if e < N - 1:  # push the items d * g_{m-1}, d * ga_{m-1}
                 y1 = de * 1.0
                 if fresh:
@@ -379,7 +386,221 @@ def _kernels() -> dict[str, Any] | None:
             order[nxt[k]] = e
             nxt[k] += 1
 
+    @jit
+    def _group_sort(key, idx, lo, hi):  # pragma: no cover - compiled
+        # sort idx[lo:hi] by key[idx], stably (already sorted or strictly descending: fast)
+        up = True
+        down = True
+        for i in range(lo + 1, hi):
+            if key[idx[i]] < key[idx[i - 1]]:
+                up = False
+            if key[idx[i]] >= key[idx[i - 1]]:
+                down = False
+        if up:
+            return
+        if down:  # reverse in place
+            i, j = lo, hi - 1
+            while i < j:
+                t = idx[i]
+                idx[i] = idx[j]
+                idx[j] = t
+                i += 1
+                j -= 1
+            return
+        sub = idx[lo:hi].copy()
+        perm = np.argsort(key[sub], kind="mergesort")
+        idx[lo:hi] = sub[perm]
+
+    @jit
+    def build(qs, x, y, a, b, quant, tok, prob, o):  # pragma: no cover - compiled
+        # pieces.build_pieces up to the draws: returns (number of pieces, largest ratio);
+        # tok, prob and o (the stable sort of the pieces by (slot, sub-level)) are filled
+        V = qs.shape[0]
+        P = x.shape[0]
+        out = np.zeros(V)
+        for i in range(P):
+            out[x[i]] += a[i]
+        out2 = np.zeros(V)
+        for i in range(P):
+            out2[y[i]] += b[i]
+        scale = np.ones(V)
+        rmax = 0.0
+        for k in range(V):
+            out[k] = out[k] + out2[k]
+            r = out[k] / qs[k] if qs[k] > 0 else 0.0
+            if k == 0 or r > rmax or r != r:
+                rmax = r
+            if r > 1.0:
+                scale[k] = (1.0 - 2.0**-40) / r
+        pa = np.empty(P)
+        pb = np.empty(P)
+        na = 0
+        nb = 0
+        for i in range(P):
+            pa[i] = np.floor(a[i] * scale[x[i]] / qs[x[i]] * quant) / quant
+            pb[i] = np.floor(b[i] * scale[y[i]] / qs[y[i]] * quant) / quant
+            na += pa[i] > 0
+            nb += pb[i] > 0
+        N = V + na + nb
+        ctok = np.empty(N, dtype=np.int64)  # concatenation order: own, lifts, drops
+        slot = np.empty(N, dtype=np.int64)
+        sub = np.empty(N, dtype=np.int64)
+        cprob = np.empty(N)
+        own = np.zeros(V)
+        own2 = np.zeros(V)
+        j = V
+        for i in range(P):
+            if pa[i] > 0:
+                ctok[j] = x[i]
+                slot[j] = y[i]
+                sub[j] = V + 1 + x[i]
+                cprob[j] = pa[i]
+                own[x[i]] += pa[i]
+                j += 1
+        for i in range(P):
+            if pb[i] > 0:
+                ctok[j] = y[i]
+                slot[j] = x[i]
+                sub[j] = y[i]
+                cprob[j] = pb[i]
+                own2[y[i]] += pb[i]
+                j += 1
+        for k in range(V):
+            ctok[k] = k
+            slot[k] = k
+            sub[k] = V
+            cprob[k] = 1.0 - (own[k] + own2[k])
+        # counting sort by slot: drops (sub < V), the own piece (sub = V), lifts (sub > V),
+        # each run in concatenation order, then sorted by sub stably (a run of one pair
+        # stream is strictly descending: reversed)
+        nd = np.zeros(V, dtype=np.int64)
+        nl = np.zeros(V, dtype=np.int64)
+        for e in range(V, N):
+            if sub[e] < V:
+                nd[slot[e]] += 1
+            else:
+                nl[slot[e]] += 1
+        dpos = np.empty(V, dtype=np.int64)
+        lpos = np.empty(V, dtype=np.int64)
+        c = 0
+        for k in range(V):
+            dpos[k] = c
+            o[c + nd[k]] = k
+            lpos[k] = c + nd[k] + 1
+            c += nd[k] + 1 + nl[k]
+        for e in range(V, N):
+            k = slot[e]
+            if sub[e] < V:
+                o[dpos[k]] = e
+                dpos[k] += 1
+            else:
+                o[lpos[k]] = e
+                lpos[k] += 1
+        c = 0
+        for k in range(V):
+            if nd[k] > 1:
+                _group_sort(sub, o, c, c + nd[k])
+            if nl[k] > 1:
+                _group_sort(sub, o, c + nd[k] + 1, c + nd[k] + 1 + nl[k])
+            c += nd[k] + 1 + nl[k]
+        for i in range(N):
+            tok[i] = ctok[o[i]]
+            prob[i] = cprob[o[i]]
+        return N, rmax
+
+    @jit
+    def fifo(sup, dem, x_out, y_out, t_out):  # pragma: no cover - compiled
+        # relabel.fifo_pairs: the unit ends of supply and demand from the top of the chain
+        # (cumulative sums of non-negative terms: ascending), merged (supply first on ties)
+        V = sup.shape[0]
+        js = np.empty(V, dtype=np.int64)
+        jd = np.empty(V, dtype=np.int64)
+        S = np.empty(V)
+        Dm = np.empty(V)
+        ns = 0
+        nd = 0
+        cs = 0.0
+        cd = 0.0
+        for r in range(V):
+            k = V - 1 - r
+            if sup[k] > 0:
+                cs = sup[k] if ns == 0 else cs + sup[k]
+                S[ns] = cs
+                js[ns] = r
+                ns += 1
+            if dem[k] > 0:
+                cd = dem[k] if nd == 0 else cd + dem[k]
+                Dm[nd] = cd
+                jd[nd] = r
+                nd += 1
+        if ns == 0 or nd == 0:
+            return 0
+        i = 0
+        l = 0
+        prev = 0.0
+        P = 0
+        while i < ns or l < nd:
+            j, k = i, l
+            if l >= nd or (i < ns and S[i] <= Dm[l]):
+                b = S[i]
+                i += 1
+            else:
+                b = Dm[l]
+                l += 1
+            tau = b - prev
+            prev = b
+            if j < ns and k < nd and tau > 0:
+                x = V - 1 - jd[k]
+                y = V - 1 - js[j]
+                if y > x:
+                    x_out[P] = x
+                    y_out[P] = y
+                    t_out[P] = tau
+                    P += 1
+        return P
+
+    @jit
+    def _without(E, j, qx, m):  # pragma: no cover - compiled; pieces._without, one pair
+        out = 0.0
+        pw = 1.0
+        for k in range(m + 1):
+            out += pw * E[m - k, j]
+            pw = pw * -qx
+        return out if not out < 0.0 else 0.0
+
+    @jit
+    def pairs(qs, n, E, x, y, tau, a_out, b_out):  # pragma: no cover - compiled
+        # pieces.pair_masses without rigid slots, the same operations per pair
+        V1 = E.shape[1]
+        en = E[n, V1 - 1]
+        en = en if en > 1e-300 else 1e-300  # max(en, 1e-300), en >= 0
+        lo = n - 2 if n >= 2 else 0
+        for i in range(x.shape[0]):
+            xi, yi, t = x[i], y[i], tau[i]
+            qx, qy = qs[xi], qs[yi]
+            h = qx * E[lo, xi] / en
+            if n >= 2:
+                hp = qy * _without(E, yi, qx, n - 2) / en
+            else:
+                hp = qy / en
+            Iv = _without(E, yi, qx, n - 1) - E[n - 1, xi]
+            Iv = (Iv if not Iv < 0.0 else 0.0) / en
+            Jv = E[n - 1, yi] - E[n - 1, xi + 1]
+            Jv = (Jv if not Jv < 0.0 else 0.0) / en
+            det = Iv * Jv + Iv * h + hp * Jv
+            s1 = Iv + h + hp
+            flat = t / (s1 if s1 > 1e-300 else 1e-300)
+            if det > 1e-12 * s1 * (Jv + h + hp):
+                a_out[i] = t * Jv / det
+                b_out[i] = t * Iv / det
+            else:
+                a_out[i] = flat
+                b_out[i] = flat
+
     return {
+        "fifo": fifo,
+        "pairs": pairs,
+        "build": build,
         "excl": excl,
         "cp_pass": cp_pass,
         "cp_pass4": cp_pass4,
@@ -406,18 +627,20 @@ def exclusive(x: np.ndarray) -> np.ndarray:
 
 
 def cp_pass(
-    d: np.ndarray, v: np.ndarray, n: int, tok: np.ndarray, skip: int = -1
-) -> tuple[np.ndarray, np.ndarray]:
+    d: np.ndarray, v: np.ndarray, n: int, tok: np.ndarray, skip: int = -1, V: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Level n - 1 of :func:`~.cutlaw._cp_pass`, per piece: :math:`g = e_{n-1}` of the low
     masses before the piece with its own token removed,
     :math:`e_{m}(w \setminus x) = \sum_i (-v)^i e_{m-i}(w)` (clipped at 0 between levels), and
     ``ga`` the same in absolute values.  ``skip`` >= 0: the pass without that token's pieces
     (their mass and v set to 0), written only at those pieces (the rest are left unset).
+    The third array (V,) flags the tokens (``V`` of them; none when ``V`` is 0) with a split
+    piece where the deflation cancels, :math:`v > 0` and ``ga`` > 1000 ``g`` (main pass).
 
     Examples
     --------
     >>> if enabled():
-    ...     g, ga = cp_pass(np.array([0.5, 0.3, 0.2]), np.zeros(3), 2, np.arange(3))
+    ...     g, ga, _ = cp_pass(np.array([0.5, 0.3, 0.2]), np.zeros(3), 2, np.arange(3))
     ...     print(g.tolist())
     ... else:
     ...     print([0.0, 0.5, 0.8])
@@ -425,8 +648,11 @@ def cp_pass(
     """
     g = np.empty_like(d)
     ga = np.empty_like(d)
-    run_pass(d, v, n, tok, skip, g, ga)
-    return g, ga
+    flag = np.zeros(V if skip < 0 else 0, dtype=np.uint8)
+    if skip < 0 and V == 0:
+        flag = np.zeros(int(tok.max(initial=-1)) + 1, dtype=np.uint8)
+    run_pass(d, v, n, tok, skip, g, ga, None, flag)
+    return g, ga, flag
 
 
 def run_pass(
@@ -438,14 +664,14 @@ def run_pass(
     g: np.ndarray,
     ga: np.ndarray,
     stop: int | None = None,
+    flag: np.ndarray | None = None,
 ) -> None:
-    """:func:`cp_pass` into ``g``, ``ga`` over the pieces before ``stop`` (default all):
-    the scalar kernel for n <= 5, the general one above."""
+    """:func:`cp_pass` into ``g``, ``ga`` (and ``flag``, main pass) over the pieces before
+    ``stop`` (default all): the scalar kernel for n <= 5, the general one above."""
     stop = len(d) if stop is None else stop
-    if 2 <= n <= 5:
-        _kernels()["cp_pass4"](d, v, n, tok, skip, stop, g, ga)
-    else:
-        _kernels()["cp_pass"](d, v, n, tok, skip, stop, g, ga)
+    flag = np.zeros(0, dtype=np.uint8) if flag is None else flag
+    kern = _kernels()["cp_pass4" if 2 <= n <= 5 else "cp_pass"]
+    kern(d, v, n, tok, skip, stop, g, ga, flag)
 
 
 def before_after(
@@ -496,6 +722,79 @@ def bincount2(
     T_abs = np.zeros(V)
     _kernels()["bincount2"](tok, d, g, ga, V, T, T_abs)
     return T, T_abs
+
+
+def build_pieces(
+    qs: np.ndarray, x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, quant: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """:func:`~.pieces.build_pieces` without ``draws``, up to the grouping by token: the
+    pieces' ``tok``, ``prob`` in level order, the permutation ``o`` from the concatenation
+    (own pieces, lifts, drops) and the largest ratio (pieces' mass) / q; the same operations
+    (bit-identical, tested).
+
+    Examples
+    --------
+    >>> qs = np.array([0.5, 0.3, 0.2])
+    >>> x, y, a, b = np.array([0]), np.array([2]), np.array([0.1]), np.array([0.05])
+    >>> if enabled():
+    ...     tok, prob, o, r = build_pieces(qs, x, y, a, b, 2.0**52)
+    ...     print(tok.tolist(), o.tolist())
+    ... else:
+    ...     print([2, 0, 1, 2, 0], [4, 0, 1, 2, 3])
+    [2, 0, 1, 2, 0] [4, 0, 1, 2, 3]
+    """
+    V, P = len(qs), len(x)
+    tok = np.empty(V + 2 * P, dtype=np.int64)
+    prob = np.empty(V + 2 * P)
+    o = np.empty(V + 2 * P, dtype=np.int64)
+    N, rmax = _kernels()["build"](qs, x, y, a, b, float(quant), tok, prob, o)
+    return tok[:N], prob[:N], o[:N], float(rmax)
+
+
+def fifo_pairs(sup: np.ndarray, dem: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~.relabel.fifo_pairs` as one merge of the supply and demand ends (the same
+    pairs and transfers, bit-identical: the ends are the same cumulative sums).
+
+    Examples
+    --------
+    >>> sup, dem = np.array([0.0, 0.0, 0.3]), np.array([0.2, 0.1, 0.0])
+    >>> x, y, tau = fifo_pairs(sup, dem) if enabled() else ([1, 0], [2, 2], [0.1, 0.2])
+    >>> list(map(int, x)), list(map(int, y))
+    ([1, 0], [2, 2])
+    """
+    V = len(sup)
+    x = np.empty(2 * V, dtype=np.int64)
+    y = np.empty(2 * V, dtype=np.int64)
+    tau = np.empty(2 * V)
+    P = _kernels()["fifo"](
+        np.ascontiguousarray(sup, dtype=np.float64), np.ascontiguousarray(dem, dtype=np.float64),
+        x, y, tau,
+    )  # fmt: skip
+    return x[:P].copy(), y[:P].copy(), tau[:P].copy()
+
+
+def pair_masses(
+    qs: np.ndarray, n: int, E: np.ndarray, x: np.ndarray, y: np.ndarray, tau: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~.pieces.pair_masses` without rigid slots (``E``: the levels of
+    :func:`~.pieces.cp_levels` stacked, (n + 1, V + 1)); the same operations per pair.
+
+    Examples
+    --------
+    >>> from .pieces import cp_levels
+    >>> qs = np.array([0.5, 0.3, 0.2])
+    >>> E = np.stack(cp_levels(qs, 2))
+    >>> if enabled():
+    ...     a, b = pair_masses(qs, 2, E, np.array([0]), np.array([2]), np.array([0.01]))
+    ...     print(a.round(4).tolist(), b.round(4).tolist())
+    ... else:
+    ...     print([0.0158], [0.0106])
+    [0.0158] [0.0106]
+    """
+    a = np.empty(len(x))
+    b = np.empty(len(x))
+    _kernels()["pairs"](qs, n, E, x, y, tau, a, b)
+    return a, b
 
 
 def csr(tok: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:

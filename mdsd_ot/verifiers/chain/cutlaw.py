@@ -176,11 +176,12 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     v, _, kmax = before_after(kern, d)
     jit = _cutjit.enabled()
     if jit:
-        g, ga = _cutjit.cp_pass(d, v, n, kern.tok)
+        g, ga, flag = _cutjit.cp_pass(d, v, n, kern.tok, V=V)
+        bad = np.flatnonzero(flag)
     else:
         gs, gas = _cp_pass(d, v, n)
         g, ga = gs[n - 1], gas[n - 1]
-    bad = np.unique(kern.tok[(v > 0) & (ga > 1e3 * g)])
+        bad = np.unique(kern.tok[(v > 0) & (ga > 1e3 * g)])
     for x in bad[np.argsort(-qs[bad])][:16]:
         if jit:  # written at x's pieces only, the pass stops after x's last piece
             stop = int(kern.order[kern.start[x + 1] - 1]) + 1
