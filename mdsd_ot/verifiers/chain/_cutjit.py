@@ -788,8 +788,8 @@ def pair_masses(
     ...     a, b = pair_masses(qs, 2, E, np.array([0]), np.array([2]), np.array([0.01]))
     ...     print(a.round(4).tolist(), b.round(4).tolist())
     ... else:
-    ...     print([0.0158], [0.0106])
-    [0.0158] [0.0106]
+    ...     print([0.0031], [0.0031])
+    [0.0031] [0.0031]
     """
     a = np.empty(len(x))
     b = np.empty(len(x))
