@@ -102,6 +102,7 @@ def test_compiled_kernel_and_law_match_numpy(case):
         ba0 = cutlaw.before_after(k0, d)
     ba1 = cutlaw.before_after(k0, d)
     assert _same(ba1[0], ba0[0]) and _same(ba1[1], ba0[1]) and ba1[2] == ba0[2]
+    assert _same(_cutjit.before(k0.tok, d, k0.start), ba0[0])
     for n in [n for n in (2, 3, 4, 5, 6) if n <= (q > 0).sum()]:  # e_n(q) > 0
         with disabled():
             T0, e0 = cutlaw.cp_law(q, n, k0)
@@ -154,6 +155,7 @@ def test_rows_of_two_blocked_levels():
         v0, a0, k0 = cutlaw.before_after(k, d)
     v1, a1, k1 = cutlaw.before_after(k, d)
     assert _same(v1, v0) and _same(a1, a0) and k1 == k0  # tolerance 0
+    assert _same(_cutjit.before(k.tok, d, k.start), v0)  # one pass in level order
 
 
 @compiled

@@ -40,7 +40,7 @@ from ...fast import _fused
 
 __all__ = [
     "enabled", "levels", "exclusive", "cp_pass", "run_pass", "before_after", "bincount2", "build_pieces",
-    "csr", "fifo_pairs", "pair_masses",
+    "before", "csr", "mass", "fifo_pairs", "pair_masses",
 ]  # fmt: skip
 
 _BLOCK = 64
@@ -364,57 +364,114 @@ def _kernels() -> dict[str, Any] | None:
                         a_out[e] = val - y
 
     @jit
-    def bincount2(tok, d, g, ga, V, T, T_abs):  # pragma: no cover - compiled
-        # np.bincount(tok, d * g) and (tok, d * ga): index order, the same sums
+    def before(tok, d, start, row_len, v_out, acc, bid):  # pragma: no cover - compiled
+        # the first output of before_after in one pass in level order: a running sum per
+        # token of <= 8 pieces, a streaming blocked sum (its own state) per larger token
+        V = start.shape[0] - 1
+        nbig = 0
+        for k in range(V):
+            acc[k] = 0.0
+            bid[k] = -1
+            if start[k + 1] - start[k] > 8:
+                bid[k] = nbig
+                nbig += 1
+        loc = np.zeros((nbig, 1, 8))
+        off = np.zeros((nbig, 1, 8))
+        pos = np.zeros((nbig, 8), dtype=np.int64)
+        Ls = np.zeros(nbig, dtype=np.int64)
+        for k in range(V):
+            if bid[k] >= 0:
+                Ls[bid[k]] = _levels(row_len[k])
         for e in range(tok.shape[0]):
-            T[tok[e]] += d[e] * g[e]
-            T_abs[tok[e]] += d[e] * ga[e]
+            k = tok[e]
+            y = d[e]
+            b = bid[k]
+            if b < 0:
+                v_out[e] = acc[k]
+                acc[k] = acc[k] + y
+            else:
+                val = _push(loc[b], off[b], pos[b], 0, y)
+                _advance(loc[b], off[b], pos[b], Ls[b], 1)
+                v_out[e] = val - y
 
     @jit
-    def csr(tok, V, start, order):  # pragma: no cover - compiled
-        # stable counting sort of the pieces by token (= np.argsort(tok, kind="stable"))
-        cnt = np.zeros(V + 1, dtype=np.int64)
+    def mass(qs, tok, prob, d):  # pragma: no cover - compiled; PieceKernel.mass
         for e in range(tok.shape[0]):
-            cnt[tok[e] + 1] += 1
-        s = 0
+            d[e] = qs[tok[e]] * prob[e]
+
+    @jit
+    def bincount2(tok, d, g, ga, V, T, T_abs, inc, inc_abs):  # pragma: no cover - compiled
+        # inc = d * g, inc_abs = d * ga and their np.bincount by token (index order)
+        for e in range(tok.shape[0]):
+            u = d[e] * g[e]
+            w = d[e] * ga[e]
+            inc[e] = u
+            inc_abs[e] = w
+            T[tok[e]] += u
+            T_abs[tok[e]] += w
+
+    @jit
+    def csr(tok, V, start, order, nxt):  # pragma: no cover - compiled
+        # stable counting sort of the pieces by token (= np.argsort(tok, kind="stable"))
         for k in range(V + 1):
-            s += cnt[k]
-            start[k] = s
-        nxt = start[:-1].copy()
+            start[k] = 0
+        for e in range(tok.shape[0]):
+            start[tok[e] + 1] += 1
+        for k in range(V):
+            start[k + 1] += start[k]
+        for k in range(V):
+            nxt[k] = start[k]
         for e in range(tok.shape[0]):
             k = tok[e]
             order[nxt[k]] = e
             nxt[k] += 1
 
     @jit
-    def _group_sort(key, idx, lo, hi):  # pragma: no cover - compiled
-        # sort idx[lo:hi] by key[idx], stably (already sorted or strictly descending: fast)
+    def _key(e, V, x, y, src):  # pragma: no cover - compiled
+        # sub-level of piece e (concatenation order): own V, lift V + 1 + x, drop y
+        if e < V:
+            return V
+        i = src[e - V]
+        return V + 1 + x[i] if i >= 0 else y[-1 - i]
+
+    @jit
+    def _run_sort(o, lo, hi, V, x, y, src):  # pragma: no cover - compiled
+        # sort o[lo:hi] by sub-level, stably (ascending: kept; strictly descending, the
+        # first-in first-out order: reversed; else a stable merge sort)
         up = True
         down = True
+        prev = _key(o[lo], V, x, y, src)
         for i in range(lo + 1, hi):
-            if key[idx[i]] < key[idx[i - 1]]:
+            k = _key(o[i], V, x, y, src)
+            if k < prev:
                 up = False
-            if key[idx[i]] >= key[idx[i - 1]]:
+            if k >= prev:
                 down = False
+            prev = k
         if up:
             return
-        if down:  # reverse in place
+        if down:
             i, j = lo, hi - 1
             while i < j:
-                t = idx[i]
-                idx[i] = idx[j]
-                idx[j] = t
+                t = o[i]
+                o[i] = o[j]
+                o[j] = t
                 i += 1
                 j -= 1
             return
-        sub = idx[lo:hi].copy()
-        perm = np.argsort(key[sub], kind="mergesort")
-        idx[lo:hi] = sub[perm]
+        keys = np.empty(hi - lo, dtype=np.int64)
+        for i in range(lo, hi):
+            keys[i - lo] = _key(o[i], V, x, y, src)
+        sub = o[lo:hi].copy()
+        perm = np.argsort(keys, kind="mergesort")
+        for i in range(hi - lo):
+            o[lo + i] = sub[perm[i]]
 
     @jit
     def build(qs, x, y, a, b, quant, tok, prob, o):  # pragma: no cover - compiled
         # pieces.build_pieces up to the draws: returns (number of pieces, largest ratio);
-        # tok, prob and o (the stable sort of the pieces by (slot, sub-level)) are filled
+        # tok, prob and o (the stable sort of the pieces by (slot, sub-level) from the
+        # concatenation own pieces, lifts, drops) are filled
         V = qs.shape[0]
         P = x.shape[0]
         out = np.zeros(V)
@@ -423,63 +480,44 @@ def _kernels() -> dict[str, Any] | None:
         out2 = np.zeros(V)
         for i in range(P):
             out2[y[i]] += b[i]
-        scale = np.ones(V)
         rmax = 0.0
-        for k in range(V):
-            out[k] = out[k] + out2[k]
-            r = out[k] / qs[k] if qs[k] > 0 else 0.0
+        for k in range(V):  # out <- the scale of the token's pieces
+            tot = out[k] + out2[k]
+            r = tot / qs[k] if qs[k] > 0 else 0.0
             if k == 0 or r > rmax or r != r:
                 rmax = r
-            if r > 1.0:
-                scale[k] = (1.0 - 2.0**-40) / r
+            out[k] = (1.0 - 2.0**-40) / r if r > 1.0 else 1.0
         pa = np.empty(P)
         pb = np.empty(P)
         na = 0
         nb = 0
         for i in range(P):
-            pa[i] = np.floor(a[i] * scale[x[i]] / qs[x[i]] * quant) / quant
-            pb[i] = np.floor(b[i] * scale[y[i]] / qs[y[i]] * quant) / quant
+            pa[i] = np.floor(a[i] * out[x[i]] / qs[x[i]] * quant) / quant
+            pb[i] = np.floor(b[i] * out[y[i]] / qs[y[i]] * quant) / quant
             na += pa[i] > 0
             nb += pb[i] > 0
         N = V + na + nb
-        ctok = np.empty(N, dtype=np.int64)  # concatenation order: own, lifts, drops
-        slot = np.empty(N, dtype=np.int64)
-        sub = np.empty(N, dtype=np.int64)
-        cprob = np.empty(N)
-        own = np.zeros(V)
-        own2 = np.zeros(V)
-        j = V
+        src = np.empty(na + nb, dtype=np.int64)  # lift: the pair i; drop: -1 - i
+        nd = np.zeros(V, dtype=np.int64)  # drops and lifts per slot
+        nl = np.zeros(V, dtype=np.int64)
+        for k in range(V):
+            out[k] = 0.0
+            out2[k] = 0.0
+        j = 0
         for i in range(P):
             if pa[i] > 0:
-                ctok[j] = x[i]
-                slot[j] = y[i]
-                sub[j] = V + 1 + x[i]
-                cprob[j] = pa[i]
-                own[x[i]] += pa[i]
+                src[j] = i
+                out[x[i]] += pa[i]
+                nl[y[i]] += 1
                 j += 1
         for i in range(P):
             if pb[i] > 0:
-                ctok[j] = y[i]
-                slot[j] = x[i]
-                sub[j] = y[i]
-                cprob[j] = pb[i]
-                own2[y[i]] += pb[i]
+                src[j] = -1 - i
+                out2[y[i]] += pb[i]
+                nd[x[i]] += 1
                 j += 1
-        for k in range(V):
-            ctok[k] = k
-            slot[k] = k
-            sub[k] = V
-            cprob[k] = 1.0 - (own[k] + own2[k])
         # counting sort by slot: drops (sub < V), the own piece (sub = V), lifts (sub > V),
-        # each run in concatenation order, then sorted by sub stably (a run of one pair
-        # stream is strictly descending: reversed)
-        nd = np.zeros(V, dtype=np.int64)
-        nl = np.zeros(V, dtype=np.int64)
-        for e in range(V, N):
-            if sub[e] < V:
-                nd[slot[e]] += 1
-            else:
-                nl[slot[e]] += 1
+        # each run in concatenation order, then sorted by sub stably
         dpos = np.empty(V, dtype=np.int64)
         lpos = np.empty(V, dtype=np.int64)
         c = 0
@@ -488,35 +526,41 @@ def _kernels() -> dict[str, Any] | None:
             o[c + nd[k]] = k
             lpos[k] = c + nd[k] + 1
             c += nd[k] + 1 + nl[k]
-        for e in range(V, N):
-            k = slot[e]
-            if sub[e] < V:
-                o[dpos[k]] = e
-                dpos[k] += 1
+        for j in range(na + nb):
+            i = src[j]
+            if i >= 0:
+                o[lpos[y[i]]] = V + j
+                lpos[y[i]] += 1
             else:
-                o[lpos[k]] = e
-                lpos[k] += 1
+                o[dpos[x[-1 - i]]] = V + j
+                dpos[x[-1 - i]] += 1
         c = 0
         for k in range(V):
             if nd[k] > 1:
-                _group_sort(sub, o, c, c + nd[k])
+                _run_sort(o, c, c + nd[k], V, x, y, src)
             if nl[k] > 1:
-                _group_sort(sub, o, c + nd[k] + 1, c + nd[k] + 1 + nl[k])
+                _run_sort(o, c + nd[k] + 1, c + nd[k] + 1 + nl[k], V, x, y, src)
             c += nd[k] + 1 + nl[k]
-        for i in range(N):
-            tok[i] = ctok[o[i]]
-            prob[i] = cprob[o[i]]
+        for e in range(N):
+            f = o[e]
+            if f < V:
+                tok[e] = f
+                prob[e] = 1.0 - (out[f] + out2[f])
+            else:
+                i = src[f - V]
+                if i >= 0:
+                    tok[e] = x[i]
+                    prob[e] = pa[i]
+                else:
+                    tok[e] = y[-1 - i]
+                    prob[e] = pb[-1 - i]
         return N, rmax
 
     @jit
-    def fifo(sup, dem, x_out, y_out, t_out):  # pragma: no cover - compiled
+    def fifo(sup, dem, x_out, y_out, t_out, js, jd, S, Dm):  # pragma: no cover - compiled
         # relabel.fifo_pairs: the unit ends of supply and demand from the top of the chain
         # (cumulative sums of non-negative terms: ascending), merged (supply first on ties)
         V = sup.shape[0]
-        js = np.empty(V, dtype=np.int64)
-        jd = np.empty(V, dtype=np.int64)
-        S = np.empty(V)
-        Dm = np.empty(V)
         ns = 0
         nd = 0
         cs = 0.0
@@ -606,6 +650,8 @@ def _kernels() -> dict[str, Any] | None:
         "cp_pass4": cp_pass4,
         "before_after": before_after,
         "bincount2": bincount2,
+        "mass": mass,
+        "before": before,
         "csr": csr,
     }
 
@@ -627,7 +673,12 @@ def exclusive(x: np.ndarray) -> np.ndarray:
 
 
 def cp_pass(
-    d: np.ndarray, v: np.ndarray, n: int, tok: np.ndarray, skip: int = -1, V: int = 0
+    d: np.ndarray,
+    v: np.ndarray,
+    n: int,
+    tok: np.ndarray,
+    skip: int = -1,
+    V: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Level n - 1 of :func:`~.cutlaw._cp_pass`, per piece: :math:`g = e_{n-1}` of the low
     masses before the piece with its own token removed,
@@ -646,11 +697,11 @@ def cp_pass(
     ...     print([0.0, 0.5, 0.8])
     [0.0, 0.5, 0.8]
     """
-    g = np.empty_like(d)
-    ga = np.empty_like(d)
-    flag = np.zeros(V if skip < 0 else 0, dtype=np.uint8)
+    g, ga = np.empty(len(d)), np.empty(len(d))
     if skip < 0 and V == 0:
-        flag = np.zeros(int(tok.max(initial=-1)) + 1, dtype=np.uint8)
+        V = int(tok.max(initial=-1)) + 1
+    flag = np.empty(V if skip < 0 else 0, dtype=np.uint8)
+    flag[:] = 0
     run_pass(d, v, n, tok, skip, g, ga, None, flag)
     return g, ga, flag
 
@@ -691,41 +742,95 @@ def before_after(
     ...     print([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
     [0.0, 0.0, 0.0] [0.0, 0.0, 0.0]
     """
-    cnt = np.diff(start)
-    row_len = np.zeros(len(cnt), dtype=np.int64)
-    big = np.flatnonzero(cnt > 8)
-    if big.size:  # the padded row of cutlaw.before_after: the longest of the size bucket
-        lg = np.ceil(np.log2(cnt[big])).astype(np.int64)
-        for b in np.unique(lg):
-            ks = big[lg == b]
-            row_len[ks] = int(cnt[ks].max())
     v = np.empty_like(mass)
     after = np.empty_like(mass)
-    _kernels()["before_after"](order, start, mass, row_len, v, after)
+    _kernels()["before_after"](order, start, mass, _row_len(start), v, after)
     return v, after
 
 
 def bincount2(
-    tok: np.ndarray, d: np.ndarray, g: np.ndarray, ga: np.ndarray, V: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``np.bincount(tok, d * g, V)`` and ``np.bincount(tok, d * ga, V)`` in one loop (the
-    same additions, in index order).
+    tok: np.ndarray,
+    d: np.ndarray,
+    g: np.ndarray,
+    ga: np.ndarray,
+    V: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``inc = d * g``, ``inc_abs = d * ga``, ``np.bincount(tok, inc, V)`` and
+    ``np.bincount(tok, inc_abs, V)`` in one loop (the same operations, in index order);
+    returns the two bincounts, then inc and inc_abs.
 
     Examples
     --------
     >>> one = np.ones(2)
-    >>> T, Ta = bincount2(np.array([1, 1]), one, one, one, 3) if enabled() else (one, one)
-    >>> T.tolist() if enabled() else [0.0, 2.0, 0.0]
+    >>> if enabled():
+    ...     print(bincount2(np.array([1, 1]), one, one, one, 3)[0].tolist())
+    ... else:
+    ...     print(np.bincount(np.array([1, 1]), one, 3).tolist())
     [0.0, 2.0, 0.0]
     """
     T = np.zeros(V)
-    T_abs = np.zeros(V)
-    _kernels()["bincount2"](tok, d, g, ga, V, T, T_abs)
-    return T, T_abs
+    T_abs = np.empty(V)
+    T_abs[:] = 0.0
+    inc, inc_abs = np.empty(len(d)), np.empty(len(d))
+    _kernels()["bincount2"](tok, d, g, ga, V, T, T_abs, inc, inc_abs)
+    return T, T_abs, inc, inc_abs
+
+
+def mass(qs: np.ndarray, tok: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    """:meth:`~.pieces.PieceKernel.mass`, ``qs[tok] * prob`` (one loop, no gathered copy).
+
+    Examples
+    --------
+    >>> tok, prob = np.array([1, 0]), np.array([0.5, 1.0])
+    >>> d = mass(np.array([0.25, 0.5]), tok, prob) if enabled() else [0.25, 0.25]
+    >>> list(map(float, d))
+    [0.25, 0.25]
+    """
+    d = np.empty(len(tok))
+    _kernels()["mass"](qs, tok, prob, d)
+    return d
+
+
+def before(tok: np.ndarray, mass: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The first output of :func:`before_after` (the mass of the same token's earlier pieces)
+    in one pass in level order, without the grouping by token (bit-identical).
+
+    Examples
+    --------
+    >>> tok, mass = np.array([0, 1, 0, 0]), np.array([0.25, 0.5, 0.125, 0.5])
+    >>> v = before(tok, mass, np.array([0, 3, 4])) if enabled() else np.array([0, 0, 0.25, 0.375])
+    >>> v.tolist()
+    [0.0, 0.0, 0.25, 0.375]
+    """
+    V = len(start) - 1
+    v = np.empty(len(mass))
+    _kernels()["before"](
+        tok, mass, start, _row_len(start), v, np.empty(V), np.empty(V, dtype=np.int64)
+    )
+    return v
+
+
+def _row_len(start: np.ndarray) -> np.ndarray:
+    r"""Per token of more than 8 pieces, the padded row of :func:`~.cutlaw.before_after`: the
+    longest count of its bucket (counts with the same :math:`\lceil \log_2 \rceil`)."""
+    cnt = np.diff(start)
+    row_len = np.zeros(len(cnt), dtype=np.int64)
+    big = np.flatnonzero(cnt > 8)
+    if big.size:
+        lg = np.ceil(np.log2(cnt[big])).astype(np.int64)
+        for b in np.unique(lg):
+            ks = big[lg == b]
+            row_len[ks] = int(cnt[ks].max())
+    return row_len
 
 
 def build_pieces(
-    qs: np.ndarray, x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, quant: float
+    qs: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    quant: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """:func:`~.pieces.build_pieces` without ``draws``, up to the grouping by token: the
     pieces' ``tok``, ``prob`` in level order, the permutation ``o`` from the concatenation
@@ -763,18 +868,22 @@ def fifo_pairs(sup: np.ndarray, dem: np.ndarray) -> tuple[np.ndarray, np.ndarray
     ([1, 0], [2, 2])
     """
     V = len(sup)
-    x = np.empty(2 * V, dtype=np.int64)
-    y = np.empty(2 * V, dtype=np.int64)
-    tau = np.empty(2 * V)
+    x, y, tau = np.empty(2 * V, dtype=np.int64), np.empty(2 * V, dtype=np.int64), np.empty(2 * V)
     P = _kernels()["fifo"](
         np.ascontiguousarray(sup, dtype=np.float64), np.ascontiguousarray(dem, dtype=np.float64),
-        x, y, tau,
+        x, y, tau, np.empty(V, dtype=np.int64), np.empty(V, dtype=np.int64), np.empty(V),
+        np.empty(V),
     )  # fmt: skip
-    return x[:P].copy(), y[:P].copy(), tau[:P].copy()
+    return x[:P], y[:P], tau[:P]
 
 
 def pair_masses(
-    qs: np.ndarray, n: int, E: np.ndarray, x: np.ndarray, y: np.ndarray, tau: np.ndarray
+    qs: np.ndarray,
+    n: int,
+    E: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    tau: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~.pieces.pair_masses` without rigid slots (``E``: the levels of
     :func:`~.pieces.cp_levels` stacked, (n + 1, V + 1)); the same operations per pair.
@@ -791,8 +900,7 @@ def pair_masses(
     ...     print([0.0031], [0.0031])
     [0.0031] [0.0031]
     """
-    a = np.empty(len(x))
-    b = np.empty(len(x))
+    a, b = np.empty(len(x)), np.empty(len(x))
     _kernels()["pairs"](qs, n, E, x, y, tau, a, b)
     return a, b
 
@@ -812,5 +920,6 @@ def csr(tok: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:
     """
     start = np.empty(V + 1, dtype=np.int64)
     order = np.empty(len(tok), dtype=np.int64)
-    _kernels()["csr"](np.ascontiguousarray(tok, dtype=np.int64), V, start, order)
+    nxt = np.empty(V, dtype=np.int64)
+    _kernels()["csr"](np.ascontiguousarray(tok, dtype=np.int64), V, start, order, nxt)
     return start, order

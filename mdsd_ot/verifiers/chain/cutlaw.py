@@ -170,11 +170,20 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     The deflation of a split token cancels when the token holds most of the low mass; for the
     (few) tokens where the absolute-value sum exceeds the value 1000-fold, :math:`e_{n-1}` of
     the other tokens is recomputed by a pass without that token's pieces.
+
+    With numba the passes are compiled (:mod:`._cutjit`: the same operations in the same
+    order, bit-identical, so the bound holds as it is).
     """
     V = len(qs)
-    d = kern.mass(qs)
-    v, _, kmax = before_after(kern, d)
     jit = _cutjit.enabled()
+    if jit:  # the first output of before_after only, and its depth
+        d = _cutjit.mass(qs, kern.tok, kern.prob)
+        v = _cutjit.before(kern.tok, d, kern.start)
+        kmax = int(np.diff(kern.start).max(initial=1))
+        kmax = min(kmax, 8) + cumsum_depth(kmax) + 1
+    else:
+        d = kern.mass(qs)
+        v, _, kmax = before_after(kern, d)
     if jit:
         g, ga, flag = _cutjit.cp_pass(d, v, n, kern.tok, V=V)
         bad = np.flatnonzero(flag)
@@ -193,13 +202,14 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
         hx, hax = _cp_pass(dx, vx, n)
         g = np.where(mine, hx[n - 1], g)
         ga = np.where(mine, hax[n - 1], ga)
-    inc, inc_abs = d * g, d * ga
-    total = float(np.sum(inc))
     if jit:
-        T, T_abs = _cutjit.bincount2(kern.tok, d, g, ga, V)
+        T, T_abs, inc, inc_abs = _cutjit.bincount2(kern.tok, d, g, ga, V)
+        total = float(np.sum(inc))
         T /= total
         T_abs /= total
     else:
+        inc, inc_abs = d * g, d * ga
+        total = float(np.sum(inc))
         T = np.bincount(kern.tok, inc, V) / total
         T_abs = np.bincount(kern.tok, inc_abs, V) / total
     depth = n * (cumsum_depth(len(d)) + 2 * n + 6) + kmax + 4
