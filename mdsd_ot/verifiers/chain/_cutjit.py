@@ -427,22 +427,14 @@ def _kernels() -> dict[str, Any] | None:
             nxt[k] += 1
 
     @jit
-    def _key(e, V, x, y, src):  # pragma: no cover - compiled
-        # sub-level of piece e (concatenation order): own V, lift V + 1 + x, drop y
-        if e < V:
-            return V
-        i = src[e - V]
-        return V + 1 + x[i] if i >= 0 else y[-1 - i]
-
-    @jit
-    def _run_sort(o, lo, hi, V, x, y, src):  # pragma: no cover - compiled
+    def _run_sort(o, lo, hi, V, key):  # pragma: no cover - compiled
         # sort o[lo:hi] by sub-level, stably (ascending: kept; strictly descending, the
         # first-in first-out order: reversed; else a stable merge sort)
         up = True
         down = True
-        prev = _key(o[lo], V, x, y, src)
+        prev = key[o[lo] - V]
         for i in range(lo + 1, hi):
-            k = _key(o[i], V, x, y, src)
+            k = key[o[i] - V]
             if k < prev:
                 up = False
             if k >= prev:
@@ -461,7 +453,7 @@ def _kernels() -> dict[str, Any] | None:
             return
         keys = np.empty(hi - lo, dtype=np.int64)
         for i in range(lo, hi):
-            keys[i - lo] = _key(o[i], V, x, y, src)
+            keys[i - lo] = key[o[i] - V]
         sub = o[lo:hi].copy()
         perm = np.argsort(keys, kind="mergesort")
         for i in range(hi - lo):
@@ -498,6 +490,7 @@ def _kernels() -> dict[str, Any] | None:
             nb += pb[i] > 0
         N = V + na + nb
         src = np.empty(na + nb, dtype=np.int64)  # lift: the pair i; drop: -1 - i
+        key = np.empty(na + nb, dtype=np.int64)  # sub-level: lift V + 1 + x, drop y
         nd = np.zeros(V, dtype=np.int64)  # drops and lifts per slot
         nl = np.zeros(V, dtype=np.int64)
         for k in range(V):
@@ -507,12 +500,14 @@ def _kernels() -> dict[str, Any] | None:
         for i in range(P):
             if pa[i] > 0:
                 src[j] = i
+                key[j] = V + 1 + x[i]
                 out[x[i]] += pa[i]
                 nl[y[i]] += 1
                 j += 1
         for i in range(P):
             if pb[i] > 0:
                 src[j] = -1 - i
+                key[j] = y[i]
                 out2[y[i]] += pb[i]
                 nd[x[i]] += 1
                 j += 1
@@ -537,9 +532,9 @@ def _kernels() -> dict[str, Any] | None:
         c = 0
         for k in range(V):
             if nd[k] > 1:
-                _run_sort(o, c, c + nd[k], V, x, y, src)
+                _run_sort(o, c, c + nd[k], V, key)
             if nl[k] > 1:
-                _run_sort(o, c + nd[k] + 1, c + nd[k] + 1 + nl[k], V, x, y, src)
+                _run_sort(o, c + nd[k] + 1, c + nd[k] + 1 + nl[k], V, key)
             c += nd[k] + 1 + nl[k]
         for e in range(N):
             f = o[e]
