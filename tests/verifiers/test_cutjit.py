@@ -258,3 +258,19 @@ def test_cp_swap_plan_the_same_without_kernels(n):
     assert plan.acceptance == ref.acceptance
     assert plan.info["iterations"] == ref.info["iterations"]
     assert plan.info["history"] == ref.info["history"]
+
+
+@compiled
+def test_design_steps_match_numpy():
+    """The supply and demand, and the model-corrected residual of pieces.design (tolerance 0)."""
+    g = np.random.default_rng(23)
+    V = 3000
+    D, t, s, T = (g.random(V) * 1e-3 for _ in range(4))
+    live = g.random(V) > 0.1
+    sup, dem = _cutjit.split(D, t, live)
+    assert _same(sup, np.where(live, np.maximum(D - t, 0.0), 0.0))
+    assert _same(dem, np.where(live, np.maximum(t - D, 0.0), 0.0))
+    x, y, tau = _cutjit.fifo_pairs(sup, dem)
+    M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
+    want = np.where(live, (s - T) + (M - t), 0.0)
+    assert _same(_cutjit.residual(D, s, T, t, live, x, y, tau), want)

@@ -40,7 +40,7 @@ from ...fast import _fused
 
 __all__ = [
     "enabled", "levels", "exclusive", "cp_pass", "run_pass", "before_after", "bincount2", "build_pieces",
-    "before", "csr", "mass", "fifo_pairs", "pair_masses",
+    "before", "csr", "mass", "split", "residual", "fifo_pairs", "pair_masses",
 ]  # fmt: skip
 
 _BLOCK = 64
@@ -636,7 +636,32 @@ def _kernels() -> dict[str, Any] | None:
                 a_out[i] = flat
                 b_out[i] = flat
 
+    @jit
+    def split(D, t, live, sup, dem):  # pragma: no cover - compiled
+        # np.where(live, np.maximum(D - t, 0), 0) and the same of t - D
+        for k in range(D.shape[0]):
+            u = D[k] - t[k]
+            w = t[k] - D[k]
+            sup[k] = (u if not u < 0.0 else 0.0) if live[k] else 0.0
+            dem[k] = (w if not w < 0.0 else 0.0) if live[k] else 0.0
+
+    @jit
+    def residual(D, s, T, t, live, x, y, tau, f, by):  # pragma: no cover - compiled
+        # M = D + bincount(x, tau) - bincount(y, tau); f = where(live, (s - T) + (M - t), 0)
+        for k in range(D.shape[0]):
+            f[k] = 0.0
+            by[k] = 0.0
+        for i in range(x.shape[0]):
+            f[x[i]] += tau[i]
+        for i in range(y.shape[0]):
+            by[y[i]] += tau[i]
+        for k in range(D.shape[0]):
+            M = (D[k] + f[k]) - by[k]
+            f[k] = ((s[k] - T[k]) + (M - t[k])) if live[k] else 0.0
+
     return {
+        "split": split,
+        "residual": residual,
         "fifo": fifo,
         "pairs": pairs,
         "build": build,
@@ -849,6 +874,48 @@ def build_pieces(
     o = np.empty(V + 2 * P, dtype=np.int64)
     N, rmax = _kernels()["build"](qs, x, y, a, b, float(quant), tok, prob, o)
     return tok[:N], prob[:N], o[:N], float(rmax)
+
+
+def split(D: np.ndarray, t: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The supply :math:`(D - t)^+` and the demand :math:`(t - D)^+` on the live slots (0
+    elsewhere), as :func:`~.pieces.design` forms them.
+
+    Examples
+    --------
+    >>> D, t, live = np.array([0.5, 0.2]), np.array([0.3, 0.4]), np.array([True, True])
+    >>> sup, dem = split(D, t, live) if enabled() else (np.array([0.2, 0]), np.array([0, 0.2]))
+    >>> sup.round(3).tolist(), dem.round(3).tolist()
+    ([0.2, 0.0], [0.0, 0.2])
+    """
+    sup, dem = np.empty(len(D)), np.empty(len(D))
+    _kernels()["split"](D, t, live, sup, dem)
+    return sup, dem
+
+
+def residual(
+    D: np.ndarray,
+    s: np.ndarray,
+    T: np.ndarray,
+    t: np.ndarray,
+    live: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    tau: np.ndarray,
+) -> np.ndarray:
+    r"""The model-corrected residual of :func:`~.pieces.design`,
+    :math:`f = (s - T) + (M - t)` on the live slots (0 elsewhere), with
+    :math:`M = D + \mathrm{bincount}(x, 	au) - \mathrm{bincount}(y, 	au)`.
+
+    Examples
+    --------
+    >>> one, live = np.ones(2), np.array([True, False])
+    >>> args = (one, one, one, one, live, np.array([0]), np.array([1]), np.array([0.5]))
+    >>> (residual(*args) if enabled() else np.array([0.5, 0.0])).tolist()
+    [0.5, 0.0]
+    """
+    f, by = np.empty(len(D)), np.empty(len(D))
+    _kernels()["residual"](D, s, T, t, live, x, y, tau, f, by)
+    return f
 
 
 def fifo_pairs(sup: np.ndarray, dem: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -284,12 +284,13 @@ def design(
     hist_f: list[np.ndarray] = []
     theta, plain = 1.0, 0  # plain > 0: that many plain (damped) steps before Anderson again
     for _ in range(max_iter):
-        sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
-        dem = np.where(live, np.maximum(t - D, 0.0), 0.0)
         if jit:
+            sup, dem = _cutjit.split(D, t, live)
             x, y, tau = _cutjit.fifo_pairs(sup, dem)
             a, b = _cutjit.pair_masses(qs, n, Es, x, y, tau)
         else:
+            sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
+            dem = np.where(live, np.maximum(t - D, 0.0), 0.0)
             x, y, tau = fifo_pairs(sup, dem)
             a, b = pair_masses(qs, n, E, x, y, tau, rigid)
         kern = build_pieces(qs, x, y, a, b, draws)
@@ -305,8 +306,11 @@ def design(
             continue
         if short <= tol or (len(history) > 12 and best[0] > 0.5 * min(history[:-12])):
             break
-        M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
-        f = np.where(live, (s - T) + (M - t), 0.0)  # the model-corrected residual
+        if jit:
+            f = _cutjit.residual(D, s, T, t, live, x, y, tau)
+        else:
+            M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
+            f = np.where(live, (s - T) + (M - t), 0.0)  # the model-corrected residual
         hist_t.append(t.copy())
         hist_f.append(f)
         if len(hist_t) > 5:
