@@ -10,6 +10,7 @@ and one test runs the whole construction with the kernels disabled.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction as Fr
 
 import numpy as np
@@ -274,3 +275,23 @@ def test_design_steps_match_numpy():
     M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
     want = np.where(live, (s - T) + (M - t), 0.0)
     assert _same(_cutjit.residual(D, s, T, t, live, x, y, tau), want)
+
+
+@compiled
+def test_total_mass_is_math_fsum():
+    """The compiled double-double total is math.fsum's (tolerance 0), cancellations and
+    half-way cases included."""
+    g = np.random.default_rng(29)
+    for trial in range(600):
+        N = int(g.integers(0, 200))
+        x = g.standard_normal(N) * 10.0 ** g.integers(-30, 30, N)
+        if trial % 4 == 1:  # exact cancellation around small terms
+            x = np.concatenate([x, -x[::-1], [1e-300, 1.0, 1e-16]])
+        elif trial % 4 == 2:  # half-way cases of the final rounding
+            x = np.array([1.0, 2.0**-53, 2.0**-106] * (N // 3 + 1))
+        elif trial % 4 == 3:
+            x = np.abs(x) * 1e-5
+        hi = math.fsum(x.tolist())
+        assert _cutjit.total_mass(x) == (hi, math.fsum(x.tolist() + [-hi])), trial
+    assert _cutjit.total_mass(np.array([1.0, np.inf])) is None  # left to math.fsum
+    assert _cutjit.total_mass(np.array([1e308, 1e308])) is None  # overflow: likewise

@@ -40,7 +40,7 @@ from ...fast import _fused
 
 __all__ = [
     "enabled", "levels", "exclusive", "cp_pass", "run_pass", "before_after", "bincount2", "build_pieces",
-    "before", "csr", "mass", "split", "residual", "fifo_pairs", "pair_masses",
+    "before", "csr", "mass", "split", "residual", "total_mass", "fifo_pairs", "pair_masses",
 ]  # fmt: skip
 
 _BLOCK = 64
@@ -659,7 +659,59 @@ def _kernels() -> dict[str, Any] | None:
             M = (D[k] + f[k]) - by[k]
             f[k] = ((s[k] - T[k]) + (M - t[k])) if live[k] else 0.0
 
+    @jit
+    def _msum_add(p, n, x):  # pragma: no cover - compiled; CPython's math.fsum, one term
+        i = 0
+        for j in range(n):
+            y = p[j]
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                p[i] = lo
+                i += 1
+            x = hi
+        p[i] = x
+        return i + 1
+
+    @jit
+    def _msum_value(p, n):  # pragma: no cover - compiled; math.fsum's correctly rounded sum
+        hi = 0.0
+        if n > 0:
+            n -= 1
+            hi = p[n]
+            lo = 0.0
+            while n > 0:
+                x = hi
+                n -= 1
+                y = p[n]
+                hi = x + y
+                yr = hi - x
+                lo = y - yr
+                if lo != 0.0:
+                    break
+            if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+                y = lo * 2.0
+                x = hi + y
+                yr = x - hi
+                if y == yr:
+                    hi = x
+        return hi
+
+    @jit
+    def fsum2(q):  # pragma: no cover - compiled
+        # (fsum(q), fsum(q + [-fsum(q)])) for finite q: Shewchuk's partials, as CPython
+        p = np.empty(1100)  # partials are non-overlapping: at most ~ 2100 / 53 + 2 of them
+        n = 0
+        for k in range(q.shape[0]):
+            n = _msum_add(p, n, q[k])
+        hi = _msum_value(p, n)
+        n = _msum_add(p, n, -hi)
+        return hi, _msum_value(p, n)
+
     return {
+        "fsum2": fsum2,
         "split": split,
         "residual": residual,
         "fifo": fifo,
@@ -874,6 +926,28 @@ def build_pieces(
     o = np.empty(V + 2 * P, dtype=np.int64)
     N, rmax = _kernels()["build"](qs, x, y, a, b, float(quant), tok, prob, o)
     return tok[:N], prob[:N], o[:N], float(rmax)
+
+
+def total_mass(qs: np.ndarray) -> tuple[float, float] | None:
+    """:func:`~.cutlaw.total_mass` (``math.fsum`` of q, and of q with the sum subtracted)
+    by CPython's algorithm compiled, the same two floats; None when q has a non-finite entry
+    (math.fsum's special cases: left to it).
+
+    Examples
+    --------
+    >>> import math
+    >>> q = np.array([0.1] * 10)  # the sum of the ten floats is 1 + 5.55e-17
+    >>> hi, lo = total_mass(q) if enabled() else (1.0, math.fsum([0.1] * 10 + [-1.0]))
+    >>> hi, lo == math.fsum([0.1] * 10 + [-1.0])
+    (1.0, True)
+    """
+    qs = np.ascontiguousarray(qs, dtype=np.float64)
+    if not np.isfinite(qs).all():
+        return None
+    hi, lo = _kernels()["fsum2"](qs)
+    if not (np.isfinite(hi) and np.isfinite(lo)):  # an overflow: math.fsum's own handling
+        return None
+    return float(hi), float(lo)
 
 
 def split(D: np.ndarray, t: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

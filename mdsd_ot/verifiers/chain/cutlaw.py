@@ -220,7 +220,10 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
 
 
 def total_mass(qs: np.ndarray) -> tuple[float, float]:
-    r""":math:`\sum q` as a double-double (hi, lo): hi correctly rounded, hi + lo exact to u^2."""
+    r""":math:`\sum q` as a double-double (hi, lo): hi correctly rounded, hi + lo exact to u^2
+    (``math.fsum``; compiled, the same algorithm and floats, by :mod:`._cutjit`)."""
+    if _cutjit.enabled() and (out := _cutjit.total_mass(qs)) is not None:
+        return out
     hi = math.fsum(qs.tolist())
     return hi, math.fsum(qs.tolist() + [-hi])
 
