@@ -76,656 +76,680 @@ def levels(N: int) -> int:
     return L
 
 
+# -- the compiled loops (plain Python here; numba functions once _kernels() has run) --
+
+
+def _k_push(loc, off, pos, c, y):  # pragma: no cover - compiled
+    # channel c's next item at level 0; its inclusive blocked sum (positions not advanced)
+    if pos[0] == 0:
+        loc[c, 0] = y
+    else:
+        loc[c, 0] += y
+    return off[c, 0] + loc[c, 0]
+
+
+def _k_advance(loc, off, pos, L, C):  # pragma: no cover - compiled
+    # after every channel's item: close the full blocks, their totals the next items above
+    pos[0] += 1
+    j = 0
+    while j < L and pos[j] == _BLOCK:
+        pos[j] = 0
+        for c in range(C):
+            if pos[j + 1] == 0:
+                loc[c, j + 1] = loc[c, j]
+            else:
+                loc[c, j + 1] += loc[c, j]
+            off[c, j] = off[c, j + 1] + loc[c, j + 1]
+        pos[j + 1] += 1
+        j += 1
+
+
+def _k_levels(N):  # pragma: no cover - compiled
+    L = 0
+    while N > _BLOCK:
+        N = (N + _BLOCK - 1) // _BLOCK
+        L += 1
+    return L
+
+
+def _k_excl(x, out):  # pragma: no cover - compiled
+    N = x.shape[0]
+    L = _k_levels(max(N - 1, 0))
+    loc = np.zeros((1, L + 1))
+    off = np.zeros((1, L + 1))
+    pos = np.zeros(L + 1, dtype=np.int64)
+    prev = 0.0
+    for e in range(N):
+        out[e] = prev
+        if e < N - 1:
+            prev = _k_push(loc, off, pos, 0, x[e])
+            _k_advance(loc, off, pos, L, 1)
+
+
+def _k_cp_pass(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
+    # levels m = 1..n-1 of cutlaw._cp_pass in one loop; channel 2(m-1): e_m of the low
+    # masses before the piece, 2(m-1)+1: its absolute-value twin.  skip >= 0: that token's
+    # pieces count as mass 0 and only they are written (the pass without the token).
+    N = d.shape[0]
+    C = 2 * (n - 1)
+    L = _k_levels(max(N - 1, 0))
+    loc = np.zeros((C, L + 1))
+    off = np.zeros((C, L + 1))
+    pos = np.zeros(L + 1, dtype=np.int64)
+    prevb = np.zeros(n)
+    preva = np.zeros(n)
+    eb = np.ones(n)
+    ea = np.ones(n)
+    g = np.ones(n)
+    ga = np.ones(n)
+    for e in range(stop):
+        de = d[e]
+        ve = v[e]
+        mine = skip >= 0 and tok[e] == skip
+        if mine:
+            de = 0.0
+            ve = 0.0
+        for m in range(1, n):
+            eb[m] = prevb[m]
+            ea[m] = preva[m]
+        for m in range(1, n):
+            gm = eb[m]
+            gam = ea[m]
+            if ve > 0:  # deflate the piece's own token: sum_i (-v)^i e_{m-i}
+                pw = -ve
+                for i in range(1, m + 1):
+                    gm += pw * eb[m - i]
+                    gam += abs(pw) * ea[m - i]
+                    pw = pw * -ve
+            g[m] = gm if not gm < 0.0 else 0.0
+            ga[m] = gam
+        if skip < 0 or mine:
+            g_out[e] = g[n - 1]
+            ga_out[e] = ga[n - 1]
+            if skip < 0 and ve > 0 and ga[n - 1] > 1e3 * g[n - 1]:
+                flag[tok[e]] = 1
+        if e < N - 1:
+            for m in range(1, n):
+                prevb[m] = _k_push(loc, off, pos, 2 * (m - 1), de * g[m - 1])
+                preva[m] = _k_push(loc, off, pos, 2 * (m - 1) + 1, de * ga[m - 1])
+            _k_advance(loc, off, pos, L, C)
+
+
+def _k_close(loc, off, pos, L, C, lb, la, ob, oa):  # pragma: no cover - compiled
+    # a level-0 block of the scalar kernel closed: its totals lb[c], la[c] go up, and the
+    # new offsets come back in ob, oa (channel 2c: e_{c+1}, 2c + 1: its twin)
+    for c in range(C // 2):
+        loc[2 * c, 0] = lb[c]
+        loc[2 * c + 1, 0] = la[c]
+    pos[0] = _BLOCK - 1
+    _k_advance(loc, off, pos, L, C)
+    for c in range(C // 2):
+        ob[c] = off[2 * c, 0]
+        oa[c] = off[2 * c + 1, 0]
+
+
+def _k_cp_pass4(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
+    # cp_pass for n <= 5 with the level-0 state in scalars (the same additions: the
+    # deflation powers pw_i = pw_{i-1} * -v, e_m + pw_1 e_{m-1} + ... + pw_m e_0, e_0 = 1)
+    N = d.shape[0]
+    K = n - 1
+    C = 8
+    L = _k_levels(max(N - 1, 0))
+    loc = np.zeros((C, L + 1))
+    off = np.zeros((C, L + 1))
+    pos = np.zeros(L + 1, dtype=np.int64)
+    lb = np.zeros(4)
+    la = np.zeros(4)
+    ob = np.zeros(4)
+    oa = np.zeros(4)
+    b1 = b2 = b3 = b4 = 0.0  # e_m before the piece (inclusive blocked sums so far)
+    a1 = a2 = a3 = a4 = 0.0
+    l1 = l2 = l3 = l4 = 0.0  # level-0 partial sums of the current block
+    k1 = k2 = k3 = k4 = 0.0
+    o1 = o2 = o3 = o4 = 0.0  # and their offsets
+    p1 = p2 = p3 = p4 = 0.0
+    fresh = True
+    p0 = 0
+    for e in range(stop):
+        de = d[e]
+        ve = v[e]
+        mine = skip >= 0 and tok[e] == skip
+        if mine:
+            de = 0.0
+            ve = 0.0
+        g1 = b1
+        h1 = a1
+        g2 = b2
+        h2 = a2
+        g3 = b3
+        h3 = a3
+        g4 = b4
+        h4 = a4
+        if ve > 0:
+            w1 = -ve
+            w2 = w1 * -ve
+            w3 = w2 * -ve
+            w4 = w3 * -ve
+            u1, u2, u3, u4 = abs(w1), abs(w2), abs(w3), abs(w4)
+            g1 += w1 * 1.0
+            h1 += u1 * 1.0
+            if K >= 2:
+                g2 += w1 * b1
+                g2 += w2 * 1.0
+                h2 += u1 * a1
+                h2 += u2 * 1.0
+            if K >= 3:
+                g3 += w1 * b2
+                g3 += w2 * b1
+                g3 += w3 * 1.0
+                h3 += u1 * a2
+                h3 += u2 * a1
+                h3 += u3 * 1.0
+            if K >= 4:
+                g4 += w1 * b3
+                g4 += w2 * b2
+                g4 += w3 * b1
+                g4 += w4 * 1.0
+                h4 += u1 * a3
+                h4 += u2 * a2
+                h4 += u3 * a1
+                h4 += u4 * 1.0
+        g1 = g1 if not g1 < 0.0 else 0.0
+        g2 = g2 if not g2 < 0.0 else 0.0
+        g3 = g3 if not g3 < 0.0 else 0.0
+        if skip < 0 or mine:
+            if K == 1:
+                g_out[e] = g1
+                ga_out[e] = h1
+            elif K == 2:
+                g_out[e] = g2
+                ga_out[e] = h2
+            elif K == 3:
+                g_out[e] = g3
+                ga_out[e] = h3
+            else:
+                g_out[e] = g4 if not g4 < 0.0 else 0.0
+                ga_out[e] = h4
+            if skip < 0 and ve > 0 and ga_out[e] > 1e3 * g_out[e]:
+                flag[tok[e]] = 1
+        if e < N - 1:  # push the items d * g_{m-1}, d * ga_{m-1}
+            y1 = de * 1.0
+            if fresh:
+                l1 = y1
+                k1 = y1
+                l2 = de * g1
+                k2 = de * h1
+                l3 = de * g2
+                k3 = de * h2
+                l4 = de * g3
+                k4 = de * h3
+                fresh = False
+            else:
+                l1 += y1
+                k1 += y1
+                l2 += de * g1
+                k2 += de * h1
+                l3 += de * g2
+                k3 += de * h2
+                l4 += de * g3
+                k4 += de * h3
+            b1 = o1 + l1
+            a1 = p1 + k1
+            b2 = o2 + l2
+            a2 = p2 + k2
+            b3 = o3 + l3
+            a3 = p3 + k3
+            b4 = o4 + l4
+            a4 = p4 + k4
+            p0 += 1
+            if p0 == _BLOCK and L > 0:
+                lb[0], lb[1], lb[2], lb[3] = l1, l2, l3, l4
+                la[0], la[1], la[2], la[3] = k1, k2, k3, k4
+                _k_close(loc, off, pos, L, C, lb, la, ob, oa)
+                o1, o2, o3, o4 = ob[0], ob[1], ob[2], ob[3]
+                p1, p2, p3, p4 = oa[0], oa[1], oa[2], oa[3]
+                p0 = 0
+                fresh = True
+
+
+def _k_before_after(order, start, mass, row_len, v_out, a_out):  # pragma: no cover
+    # cutlaw.before_after: tokens of <= 8 pieces by running sums, larger ones by the
+    # blocked sum of their padded row (row_len: the bucket's longest), minus the term
+    V = start.shape[0] - 1
+    loc = np.zeros((1, 8))
+    off = np.zeros((1, 8))
+    pos = np.zeros(8, dtype=np.int64)
+    for k in range(V):
+        a = start[k]
+        c = start[k + 1] - a
+        if c == 0:
+            continue
+        if c <= 8:
+            s = 0.0
+            v_out[order[a]] = 0.0
+            for r in range(1, c):
+                s = s + mass[order[a + r - 1]]
+                v_out[order[a + r]] = s
+            s = 0.0
+            a_out[order[a + c - 1]] = 0.0
+            for r in range(1, c):
+                s = s + mass[order[a + c - r]]
+                a_out[order[a + c - 1 - r]] = s
+            continue
+        Lr = row_len[k]
+        L = _k_levels(Lr)
+        for direction in range(2):
+            for j in range(L + 1):
+                loc[0, j] = 0.0
+                off[0, j] = 0.0
+                pos[j] = 0
+            if direction == 1:  # the reversed padded row starts with its zeros
+                for _ in range(Lr - c):
+                    _k_push(loc, off, pos, 0, 0.0)
+                    _k_advance(loc, off, pos, L, 1)
+            for r in range(c):
+                e = order[a + r] if direction == 0 else order[a + c - 1 - r]
+                y = mass[e]
+                val = _k_push(loc, off, pos, 0, y)
+                _k_advance(loc, off, pos, L, 1)
+                if direction == 0:
+                    v_out[e] = val - y
+                else:
+                    a_out[e] = val - y
+
+
+def _k_before(tok, d, start, row_len, v_out, acc, bid):  # pragma: no cover - compiled
+    # the first output of before_after in one pass in level order: a running sum per
+    # token of <= 8 pieces, a streaming blocked sum (its own state) per larger token
+    V = start.shape[0] - 1
+    nbig = 0
+    for k in range(V):
+        acc[k] = 0.0
+        bid[k] = -1
+        if start[k + 1] - start[k] > 8:
+            bid[k] = nbig
+            nbig += 1
+    loc = np.zeros((nbig, 1, 8))
+    off = np.zeros((nbig, 1, 8))
+    pos = np.zeros((nbig, 8), dtype=np.int64)
+    Ls = np.zeros(nbig, dtype=np.int64)
+    for k in range(V):
+        if bid[k] >= 0:
+            Ls[bid[k]] = _k_levels(row_len[k])
+    for e in range(tok.shape[0]):
+        k = tok[e]
+        y = d[e]
+        b = bid[k]
+        if b < 0:
+            v_out[e] = acc[k]
+            acc[k] = acc[k] + y
+        else:
+            val = _k_push(loc[b], off[b], pos[b], 0, y)
+            _k_advance(loc[b], off[b], pos[b], Ls[b], 1)
+            v_out[e] = val - y
+
+
+def _k_mass(qs, tok, prob, d):  # pragma: no cover - compiled; PieceKernel.mass
+    for e in range(tok.shape[0]):
+        d[e] = qs[tok[e]] * prob[e]
+
+
+def _k_bincount2(tok, d, g, ga, V, T, T_abs, inc, inc_abs):  # pragma: no cover - compiled
+    # inc = d * g, inc_abs = d * ga and their np.bincount by token (index order)
+    for e in range(tok.shape[0]):
+        u = d[e] * g[e]
+        w = d[e] * ga[e]
+        inc[e] = u
+        inc_abs[e] = w
+        T[tok[e]] += u
+        T_abs[tok[e]] += w
+
+
+def _k_csr(tok, V, start, order, nxt):  # pragma: no cover - compiled
+    # stable counting sort of the pieces by token (= np.argsort(tok, kind="stable"))
+    for k in range(V + 1):
+        start[k] = 0
+    for e in range(tok.shape[0]):
+        start[tok[e] + 1] += 1
+    for k in range(V):
+        start[k + 1] += start[k]
+    for k in range(V):
+        nxt[k] = start[k]
+    for e in range(tok.shape[0]):
+        k = tok[e]
+        order[nxt[k]] = e
+        nxt[k] += 1
+
+
+def _k_run_sort(o, lo, hi, V, key):  # pragma: no cover - compiled
+    # sort o[lo:hi] by sub-level, stably (ascending: kept; strictly descending, the
+    # first-in first-out order: reversed; else a stable merge sort)
+    up = True
+    down = True
+    prev = key[o[lo] - V]
+    for i in range(lo + 1, hi):
+        k = key[o[i] - V]
+        if k < prev:
+            up = False
+        if k >= prev:
+            down = False
+        prev = k
+    if up:
+        return
+    if down:
+        i, j = lo, hi - 1
+        while i < j:
+            t = o[i]
+            o[i] = o[j]
+            o[j] = t
+            i += 1
+            j -= 1
+        return
+    keys = np.empty(hi - lo, dtype=np.int64)
+    for i in range(lo, hi):
+        keys[i - lo] = key[o[i] - V]
+    sub = o[lo:hi].copy()
+    perm = np.argsort(keys, kind="mergesort")
+    for i in range(hi - lo):
+        o[lo + i] = sub[perm[i]]
+
+
+def _k_build(qs, x, y, a, b, quant, tok, prob, o):  # pragma: no cover - compiled
+    # pieces.build_pieces up to the draws: returns (number of pieces, largest ratio);
+    # tok, prob and o (the stable sort of the pieces by (slot, sub-level) from the
+    # concatenation own pieces, lifts, drops) are filled
+    V = qs.shape[0]
+    P = x.shape[0]
+    out = np.zeros(V)
+    for i in range(P):
+        out[x[i]] += a[i]
+    out2 = np.zeros(V)
+    for i in range(P):
+        out2[y[i]] += b[i]
+    rmax = 0.0
+    for k in range(V):  # out <- the scale of the token's pieces
+        tot = out[k] + out2[k]
+        r = tot / qs[k] if qs[k] > 0 else 0.0
+        if k == 0 or r > rmax or r != r:
+            rmax = r
+        out[k] = (1.0 - 2.0**-40) / r if r > 1.0 else 1.0
+    pa = np.empty(P)
+    pb = np.empty(P)
+    na = 0
+    nb = 0
+    for i in range(P):
+        pa[i] = np.floor(a[i] * out[x[i]] / qs[x[i]] * quant) / quant
+        pb[i] = np.floor(b[i] * out[y[i]] / qs[y[i]] * quant) / quant
+        na += pa[i] > 0
+        nb += pb[i] > 0
+    N = V + na + nb
+    src = np.empty(na + nb, dtype=np.int64)  # lift: the pair i; drop: -1 - i
+    key = np.empty(na + nb, dtype=np.int64)  # sub-level: lift V + 1 + x, drop y
+    nd = np.zeros(V, dtype=np.int64)  # drops and lifts per slot
+    nl = np.zeros(V, dtype=np.int64)
+    for k in range(V):
+        out[k] = 0.0
+        out2[k] = 0.0
+    j = 0
+    for i in range(P):
+        if pa[i] > 0:
+            src[j] = i
+            key[j] = V + 1 + x[i]
+            out[x[i]] += pa[i]
+            nl[y[i]] += 1
+            j += 1
+    for i in range(P):
+        if pb[i] > 0:
+            src[j] = -1 - i
+            key[j] = y[i]
+            out2[y[i]] += pb[i]
+            nd[x[i]] += 1
+            j += 1
+    # counting sort by slot: drops (sub < V), the own piece (sub = V), lifts (sub > V),
+    # each run in concatenation order, then sorted by sub stably
+    dpos = np.empty(V, dtype=np.int64)
+    lpos = np.empty(V, dtype=np.int64)
+    c = 0
+    for k in range(V):
+        dpos[k] = c
+        o[c + nd[k]] = k
+        lpos[k] = c + nd[k] + 1
+        c += nd[k] + 1 + nl[k]
+    for j in range(na + nb):
+        i = src[j]
+        if i >= 0:
+            o[lpos[y[i]]] = V + j
+            lpos[y[i]] += 1
+        else:
+            o[dpos[x[-1 - i]]] = V + j
+            dpos[x[-1 - i]] += 1
+    c = 0
+    for k in range(V):
+        if nd[k] > 1:
+            _k_run_sort(o, c, c + nd[k], V, key)
+        if nl[k] > 1:
+            _k_run_sort(o, c + nd[k] + 1, c + nd[k] + 1 + nl[k], V, key)
+        c += nd[k] + 1 + nl[k]
+    for e in range(N):
+        f = o[e]
+        if f < V:
+            tok[e] = f
+            prob[e] = 1.0 - (out[f] + out2[f])
+        else:
+            i = src[f - V]
+            if i >= 0:
+                tok[e] = x[i]
+                prob[e] = pa[i]
+            else:
+                tok[e] = y[-1 - i]
+                prob[e] = pb[-1 - i]
+    return N, rmax
+
+
+def _k_fifo(sup, dem, x_out, y_out, t_out, js, jd, S, Dm):  # pragma: no cover - compiled
+    # relabel.fifo_pairs: the unit ends of supply and demand from the top of the chain
+    # (cumulative sums of non-negative terms: ascending), merged (supply first on ties)
+    V = sup.shape[0]
+    ns = 0
+    nd = 0
+    cs = 0.0
+    cd = 0.0
+    for r in range(V):
+        k = V - 1 - r
+        if sup[k] > 0:
+            cs = sup[k] if ns == 0 else cs + sup[k]
+            S[ns] = cs
+            js[ns] = r
+            ns += 1
+        if dem[k] > 0:
+            cd = dem[k] if nd == 0 else cd + dem[k]
+            Dm[nd] = cd
+            jd[nd] = r
+            nd += 1
+    if ns == 0 or nd == 0:
+        return 0
+    i = 0
+    l = 0
+    prev = 0.0
+    P = 0
+    while i < ns or l < nd:
+        j, k = i, l
+        if l >= nd or (i < ns and S[i] <= Dm[l]):
+            b = S[i]
+            i += 1
+        else:
+            b = Dm[l]
+            l += 1
+        tau = b - prev
+        prev = b
+        if j < ns and k < nd and tau > 0:
+            x = V - 1 - jd[k]
+            y = V - 1 - js[j]
+            if y > x:
+                x_out[P] = x
+                y_out[P] = y
+                t_out[P] = tau
+                P += 1
+    return P
+
+
+def _k_without(E, j, qx, m):  # pragma: no cover - compiled; pieces._without, one pair
+    out = 0.0
+    pw = 1.0
+    for k in range(m + 1):
+        out += pw * E[m - k, j]
+        pw = pw * -qx
+    return out if not out < 0.0 else 0.0
+
+
+def _k_pairs(qs, n, E, x, y, tau, a_out, b_out):  # pragma: no cover - compiled
+    # pieces.pair_masses without rigid slots, the same operations per pair
+    V1 = E.shape[1]
+    en = E[n, V1 - 1]
+    en = en if en > 1e-300 else 1e-300  # max(en, 1e-300), en >= 0
+    lo = n - 2 if n >= 2 else 0
+    for i in range(x.shape[0]):
+        xi, yi, t = x[i], y[i], tau[i]
+        qx, qy = qs[xi], qs[yi]
+        h = qx * E[lo, xi] / en
+        if n >= 2:
+            hp = qy * _k_without(E, yi, qx, n - 2) / en
+        else:
+            hp = qy / en
+        Iv = _k_without(E, yi, qx, n - 1) - E[n - 1, xi]
+        Iv = (Iv if not Iv < 0.0 else 0.0) / en
+        Jv = E[n - 1, yi] - E[n - 1, xi + 1]
+        Jv = (Jv if not Jv < 0.0 else 0.0) / en
+        det = Iv * Jv + Iv * h + hp * Jv
+        s1 = Iv + h + hp
+        flat = t / (s1 if s1 > 1e-300 else 1e-300)
+        if det > 1e-12 * s1 * (Jv + h + hp):
+            a_out[i] = t * Jv / det
+            b_out[i] = t * Iv / det
+        else:
+            a_out[i] = flat
+            b_out[i] = flat
+
+
+def _k_split(D, t, live, sup, dem):  # pragma: no cover - compiled
+    # np.where(live, np.maximum(D - t, 0), 0) and the same of t - D
+    for k in range(D.shape[0]):
+        u = D[k] - t[k]
+        w = t[k] - D[k]
+        sup[k] = (u if not u < 0.0 else 0.0) if live[k] else 0.0
+        dem[k] = (w if not w < 0.0 else 0.0) if live[k] else 0.0
+
+
+def _k_residual(D, s, T, t, live, x, y, tau, f, by):  # pragma: no cover - compiled
+    # M = D + bincount(x, tau) - bincount(y, tau); f = where(live, (s - T) + (M - t), 0)
+    for k in range(D.shape[0]):
+        f[k] = 0.0
+        by[k] = 0.0
+    for i in range(x.shape[0]):
+        f[x[i]] += tau[i]
+    for i in range(y.shape[0]):
+        by[y[i]] += tau[i]
+    for k in range(D.shape[0]):
+        M = (D[k] + f[k]) - by[k]
+        f[k] = ((s[k] - T[k]) + (M - t[k])) if live[k] else 0.0
+
+
+def _k_msum_add(p, n, x):  # pragma: no cover - compiled; CPython's math.fsum, one term
+    i = 0
+    for j in range(n):
+        y = p[j]
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            p[i] = lo
+            i += 1
+        x = hi
+    p[i] = x
+    return i + 1
+
+
+def _k_msum_value(p, n):  # pragma: no cover - compiled; math.fsum's correctly rounded sum
+    hi = 0.0
+    if n > 0:
+        n -= 1
+        hi = p[n]
+        lo = 0.0
+        while n > 0:
+            x = hi
+            n -= 1
+            y = p[n]
+            hi = x + y
+            yr = hi - x
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+            y = lo * 2.0
+            x = hi + y
+            yr = x - hi
+            if y == yr:
+                hi = x
+    return hi
+
+
+def _k_fsum2(q):  # pragma: no cover - compiled
+    # (fsum(q), fsum(q + [-fsum(q)])) for finite q: Shewchuk's partials, as CPython
+    p = np.empty(1100)  # partials are non-overlapping: at most ~ 2100 / 53 + 2 of them
+    n = 0
+    for k in range(q.shape[0]):
+        n = _k_msum_add(p, n, q[k])
+    hi = _k_msum_value(p, n)
+    n = _k_msum_add(p, n, -hi)
+    return hi, _k_msum_value(p, n)
+
+
+#: numba functions called by the kernels (compiled first, :func:`_kernels`).
+_HELPERS = (
+    "_k_push",
+    "_k_advance",
+    "_k_levels",
+    "_k_close",
+    "_k_run_sort",
+    "_k_without",
+    "_k_msum_add",
+    "_k_msum_value",
+)
+#: The kernels by key.
+_KERNELS = {
+    "fsum2": "_k_fsum2",
+    "split": "_k_split",
+    "residual": "_k_residual",
+    "fifo": "_k_fifo",
+    "pairs": "_k_pairs",
+    "build": "_k_build",
+    "excl": "_k_excl",
+    "cp_pass": "_k_cp_pass",
+    "cp_pass4": "_k_cp_pass4",
+    "before_after": "_k_before_after",
+    "bincount2": "_k_bincount2",
+    "mass": "_k_mass",
+    "before": "_k_before",
+    "csr": "_k_csr",
+}
+
+
 @functools.cache
 def _kernels() -> dict[str, Any] | None:
-    """Compile-on-first-call kernels, or None when numba is not installed."""
+    """Compile-on-first-call kernels (cached on disk by numba), or None without numba.
+
+    The loops are the module's ``_k_*`` functions; the helpers they call are made numba
+    functions first, as module globals, so that every kernel is cached on disk (a kernel that
+    calls a closure would be compiled again in every process)."""
     jit = _fused.jit_decorator()
     if jit is None:
         return None
-    B = _BLOCK
-
-    @jit
-    def _push(loc, off, pos, c, y):  # pragma: no cover - compiled
-        # channel c's next item at level 0; its inclusive blocked sum (positions not advanced)
-        if pos[0] == 0:
-            loc[c, 0] = y
-        else:
-            loc[c, 0] += y
-        return off[c, 0] + loc[c, 0]
-
-    @jit
-    def _advance(loc, off, pos, L, C):  # pragma: no cover - compiled
-        # after every channel's item: close the full blocks, their totals the next items above
-        pos[0] += 1
-        j = 0
-        while j < L and pos[j] == B:
-            pos[j] = 0
-            for c in range(C):
-                if pos[j + 1] == 0:
-                    loc[c, j + 1] = loc[c, j]
-                else:
-                    loc[c, j + 1] += loc[c, j]
-                off[c, j] = off[c, j + 1] + loc[c, j + 1]
-            pos[j + 1] += 1
-            j += 1
-
-    @jit
-    def _levels(N):  # pragma: no cover - compiled
-        L = 0
-        while N > B:
-            N = (N + B - 1) // B
-            L += 1
-        return L
-
-    @jit
-    def excl(x, out):  # pragma: no cover - compiled
-        N = x.shape[0]
-        L = _levels(max(N - 1, 0))
-        loc = np.zeros((1, L + 1))
-        off = np.zeros((1, L + 1))
-        pos = np.zeros(L + 1, dtype=np.int64)
-        prev = 0.0
-        for e in range(N):
-            out[e] = prev
-            if e < N - 1:
-                prev = _push(loc, off, pos, 0, x[e])
-                _advance(loc, off, pos, L, 1)
-
-    @jit
-    def cp_pass(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
-        # levels m = 1..n-1 of cutlaw._cp_pass in one loop; channel 2(m-1): e_m of the low
-        # masses before the piece, 2(m-1)+1: its absolute-value twin.  skip >= 0: that token's
-        # pieces count as mass 0 and only they are written (the pass without the token).
-        N = d.shape[0]
-        C = 2 * (n - 1)
-        L = _levels(max(N - 1, 0))
-        loc = np.zeros((C, L + 1))
-        off = np.zeros((C, L + 1))
-        pos = np.zeros(L + 1, dtype=np.int64)
-        prevb = np.zeros(n)
-        preva = np.zeros(n)
-        eb = np.ones(n)
-        ea = np.ones(n)
-        g = np.ones(n)
-        ga = np.ones(n)
-        for e in range(stop):
-            de = d[e]
-            ve = v[e]
-            mine = skip >= 0 and tok[e] == skip
-            if mine:
-                de = 0.0
-                ve = 0.0
-            for m in range(1, n):
-                eb[m] = prevb[m]
-                ea[m] = preva[m]
-            for m in range(1, n):
-                gm = eb[m]
-                gam = ea[m]
-                if ve > 0:  # deflate the piece's own token: sum_i (-v)^i e_{m-i}
-                    pw = -ve
-                    for i in range(1, m + 1):
-                        gm += pw * eb[m - i]
-                        gam += abs(pw) * ea[m - i]
-                        pw = pw * -ve
-                g[m] = gm if not gm < 0.0 else 0.0
-                ga[m] = gam
-            if skip < 0 or mine:
-                g_out[e] = g[n - 1]
-                ga_out[e] = ga[n - 1]
-                if skip < 0 and ve > 0 and ga[n - 1] > 1e3 * g[n - 1]:
-                    flag[tok[e]] = 1
-            if e < N - 1:
-                for m in range(1, n):
-                    prevb[m] = _push(loc, off, pos, 2 * (m - 1), de * g[m - 1])
-                    preva[m] = _push(loc, off, pos, 2 * (m - 1) + 1, de * ga[m - 1])
-                _advance(loc, off, pos, L, C)
-
-    @jit
-    def _close(loc, off, pos, L, C, lb, la, ob, oa):  # pragma: no cover - compiled
-        # a level-0 block of the scalar kernel closed: its totals lb[c], la[c] go up, and the
-        # new offsets come back in ob, oa (channel 2c: e_{c+1}, 2c + 1: its twin)
-        for c in range(C // 2):
-            loc[2 * c, 0] = lb[c]
-            loc[2 * c + 1, 0] = la[c]
-        pos[0] = B - 1
-        _advance(loc, off, pos, L, C)
-        for c in range(C // 2):
-            ob[c] = off[2 * c, 0]
-            oa[c] = off[2 * c + 1, 0]
-
-    @jit
-    def cp_pass4(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
-        # cp_pass for n <= 5 with the level-0 state in scalars (the same additions: the
-        # deflation powers pw_i = pw_{i-1} * -v, e_m + pw_1 e_{m-1} + ... + pw_m e_0, e_0 = 1)
-        N = d.shape[0]
-        K = n - 1
-        C = 8
-        L = _levels(max(N - 1, 0))
-        loc = np.zeros((C, L + 1))
-        off = np.zeros((C, L + 1))
-        pos = np.zeros(L + 1, dtype=np.int64)
-        lb = np.zeros(4)
-        la = np.zeros(4)
-        ob = np.zeros(4)
-        oa = np.zeros(4)
-        b1 = b2 = b3 = b4 = 0.0  # e_m before the piece (inclusive blocked sums so far)
-        a1 = a2 = a3 = a4 = 0.0
-        l1 = l2 = l3 = l4 = 0.0  # level-0 partial sums of the current block
-        k1 = k2 = k3 = k4 = 0.0
-        o1 = o2 = o3 = o4 = 0.0  # and their offsets
-        p1 = p2 = p3 = p4 = 0.0
-        fresh = True
-        p0 = 0
-        for e in range(stop):
-            de = d[e]
-            ve = v[e]
-            mine = skip >= 0 and tok[e] == skip
-            if mine:
-                de = 0.0
-                ve = 0.0
-            g1 = b1
-            h1 = a1
-            g2 = b2
-            h2 = a2
-            g3 = b3
-            h3 = a3
-            g4 = b4
-            h4 = a4
-            if ve > 0:
-                w1 = -ve
-                w2 = w1 * -ve
-                w3 = w2 * -ve
-                w4 = w3 * -ve
-                u1, u2, u3, u4 = abs(w1), abs(w2), abs(w3), abs(w4)
-                g1 += w1 * 1.0
-                h1 += u1 * 1.0
-                if K >= 2:
-                    g2 += w1 * b1
-                    g2 += w2 * 1.0
-                    h2 += u1 * a1
-                    h2 += u2 * 1.0
-                if K >= 3:
-                    g3 += w1 * b2
-                    g3 += w2 * b1
-                    g3 += w3 * 1.0
-                    h3 += u1 * a2
-                    h3 += u2 * a1
-                    h3 += u3 * 1.0
-                if K >= 4:
-                    g4 += w1 * b3
-                    g4 += w2 * b2
-                    g4 += w3 * b1
-                    g4 += w4 * 1.0
-                    h4 += u1 * a3
-                    h4 += u2 * a2
-                    h4 += u3 * a1
-                    h4 += u4 * 1.0
-            g1 = g1 if not g1 < 0.0 else 0.0
-            g2 = g2 if not g2 < 0.0 else 0.0
-            g3 = g3 if not g3 < 0.0 else 0.0
-            if skip < 0 or mine:
-                if K == 1:
-                    g_out[e] = g1
-                    ga_out[e] = h1
-                elif K == 2:
-                    g_out[e] = g2
-                    ga_out[e] = h2
-                elif K == 3:
-                    g_out[e] = g3
-                    ga_out[e] = h3
-                else:
-                    g_out[e] = g4 if not g4 < 0.0 else 0.0
-                    ga_out[e] = h4
-                if skip < 0 and ve > 0 and ga_out[e] > 1e3 * g_out[e]:
-                    flag[tok[e]] = 1
-            if e < N - 1:  # push the items d * g_{m-1}, d * ga_{m-1}
-                y1 = de * 1.0
-                if fresh:
-                    l1 = y1
-                    k1 = y1
-                    l2 = de * g1
-                    k2 = de * h1
-                    l3 = de * g2
-                    k3 = de * h2
-                    l4 = de * g3
-                    k4 = de * h3
-                    fresh = False
-                else:
-                    l1 += y1
-                    k1 += y1
-                    l2 += de * g1
-                    k2 += de * h1
-                    l3 += de * g2
-                    k3 += de * h2
-                    l4 += de * g3
-                    k4 += de * h3
-                b1 = o1 + l1
-                a1 = p1 + k1
-                b2 = o2 + l2
-                a2 = p2 + k2
-                b3 = o3 + l3
-                a3 = p3 + k3
-                b4 = o4 + l4
-                a4 = p4 + k4
-                p0 += 1
-                if p0 == B and L > 0:
-                    lb[0], lb[1], lb[2], lb[3] = l1, l2, l3, l4
-                    la[0], la[1], la[2], la[3] = k1, k2, k3, k4
-                    _close(loc, off, pos, L, C, lb, la, ob, oa)
-                    o1, o2, o3, o4 = ob[0], ob[1], ob[2], ob[3]
-                    p1, p2, p3, p4 = oa[0], oa[1], oa[2], oa[3]
-                    p0 = 0
-                    fresh = True
-
-    @jit
-    def before_after(order, start, mass, row_len, v_out, a_out):  # pragma: no cover
-        # cutlaw.before_after: tokens of <= 8 pieces by running sums, larger ones by the
-        # blocked sum of their padded row (row_len: the bucket's longest), minus the term
-        V = start.shape[0] - 1
-        loc = np.zeros((1, 8))
-        off = np.zeros((1, 8))
-        pos = np.zeros(8, dtype=np.int64)
-        for k in range(V):
-            a = start[k]
-            c = start[k + 1] - a
-            if c == 0:
-                continue
-            if c <= 8:
-                s = 0.0
-                v_out[order[a]] = 0.0
-                for r in range(1, c):
-                    s = s + mass[order[a + r - 1]]
-                    v_out[order[a + r]] = s
-                s = 0.0
-                a_out[order[a + c - 1]] = 0.0
-                for r in range(1, c):
-                    s = s + mass[order[a + c - r]]
-                    a_out[order[a + c - 1 - r]] = s
-                continue
-            Lr = row_len[k]
-            L = _levels(Lr)
-            for direction in range(2):
-                for j in range(L + 1):
-                    loc[0, j] = 0.0
-                    off[0, j] = 0.0
-                    pos[j] = 0
-                if direction == 1:  # the reversed padded row starts with its zeros
-                    for _ in range(Lr - c):
-                        _push(loc, off, pos, 0, 0.0)
-                        _advance(loc, off, pos, L, 1)
-                for r in range(c):
-                    e = order[a + r] if direction == 0 else order[a + c - 1 - r]
-                    y = mass[e]
-                    val = _push(loc, off, pos, 0, y)
-                    _advance(loc, off, pos, L, 1)
-                    if direction == 0:
-                        v_out[e] = val - y
-                    else:
-                        a_out[e] = val - y
-
-    @jit
-    def before(tok, d, start, row_len, v_out, acc, bid):  # pragma: no cover - compiled
-        # the first output of before_after in one pass in level order: a running sum per
-        # token of <= 8 pieces, a streaming blocked sum (its own state) per larger token
-        V = start.shape[0] - 1
-        nbig = 0
-        for k in range(V):
-            acc[k] = 0.0
-            bid[k] = -1
-            if start[k + 1] - start[k] > 8:
-                bid[k] = nbig
-                nbig += 1
-        loc = np.zeros((nbig, 1, 8))
-        off = np.zeros((nbig, 1, 8))
-        pos = np.zeros((nbig, 8), dtype=np.int64)
-        Ls = np.zeros(nbig, dtype=np.int64)
-        for k in range(V):
-            if bid[k] >= 0:
-                Ls[bid[k]] = _levels(row_len[k])
-        for e in range(tok.shape[0]):
-            k = tok[e]
-            y = d[e]
-            b = bid[k]
-            if b < 0:
-                v_out[e] = acc[k]
-                acc[k] = acc[k] + y
-            else:
-                val = _push(loc[b], off[b], pos[b], 0, y)
-                _advance(loc[b], off[b], pos[b], Ls[b], 1)
-                v_out[e] = val - y
-
-    @jit
-    def mass(qs, tok, prob, d):  # pragma: no cover - compiled; PieceKernel.mass
-        for e in range(tok.shape[0]):
-            d[e] = qs[tok[e]] * prob[e]
-
-    @jit
-    def bincount2(tok, d, g, ga, V, T, T_abs, inc, inc_abs):  # pragma: no cover - compiled
-        # inc = d * g, inc_abs = d * ga and their np.bincount by token (index order)
-        for e in range(tok.shape[0]):
-            u = d[e] * g[e]
-            w = d[e] * ga[e]
-            inc[e] = u
-            inc_abs[e] = w
-            T[tok[e]] += u
-            T_abs[tok[e]] += w
-
-    @jit
-    def csr(tok, V, start, order, nxt):  # pragma: no cover - compiled
-        # stable counting sort of the pieces by token (= np.argsort(tok, kind="stable"))
-        for k in range(V + 1):
-            start[k] = 0
-        for e in range(tok.shape[0]):
-            start[tok[e] + 1] += 1
-        for k in range(V):
-            start[k + 1] += start[k]
-        for k in range(V):
-            nxt[k] = start[k]
-        for e in range(tok.shape[0]):
-            k = tok[e]
-            order[nxt[k]] = e
-            nxt[k] += 1
-
-    @jit
-    def _run_sort(o, lo, hi, V, key):  # pragma: no cover - compiled
-        # sort o[lo:hi] by sub-level, stably (ascending: kept; strictly descending, the
-        # first-in first-out order: reversed; else a stable merge sort)
-        up = True
-        down = True
-        prev = key[o[lo] - V]
-        for i in range(lo + 1, hi):
-            k = key[o[i] - V]
-            if k < prev:
-                up = False
-            if k >= prev:
-                down = False
-            prev = k
-        if up:
-            return
-        if down:
-            i, j = lo, hi - 1
-            while i < j:
-                t = o[i]
-                o[i] = o[j]
-                o[j] = t
-                i += 1
-                j -= 1
-            return
-        keys = np.empty(hi - lo, dtype=np.int64)
-        for i in range(lo, hi):
-            keys[i - lo] = key[o[i] - V]
-        sub = o[lo:hi].copy()
-        perm = np.argsort(keys, kind="mergesort")
-        for i in range(hi - lo):
-            o[lo + i] = sub[perm[i]]
-
-    @jit
-    def build(qs, x, y, a, b, quant, tok, prob, o):  # pragma: no cover - compiled
-        # pieces.build_pieces up to the draws: returns (number of pieces, largest ratio);
-        # tok, prob and o (the stable sort of the pieces by (slot, sub-level) from the
-        # concatenation own pieces, lifts, drops) are filled
-        V = qs.shape[0]
-        P = x.shape[0]
-        out = np.zeros(V)
-        for i in range(P):
-            out[x[i]] += a[i]
-        out2 = np.zeros(V)
-        for i in range(P):
-            out2[y[i]] += b[i]
-        rmax = 0.0
-        for k in range(V):  # out <- the scale of the token's pieces
-            tot = out[k] + out2[k]
-            r = tot / qs[k] if qs[k] > 0 else 0.0
-            if k == 0 or r > rmax or r != r:
-                rmax = r
-            out[k] = (1.0 - 2.0**-40) / r if r > 1.0 else 1.0
-        pa = np.empty(P)
-        pb = np.empty(P)
-        na = 0
-        nb = 0
-        for i in range(P):
-            pa[i] = np.floor(a[i] * out[x[i]] / qs[x[i]] * quant) / quant
-            pb[i] = np.floor(b[i] * out[y[i]] / qs[y[i]] * quant) / quant
-            na += pa[i] > 0
-            nb += pb[i] > 0
-        N = V + na + nb
-        src = np.empty(na + nb, dtype=np.int64)  # lift: the pair i; drop: -1 - i
-        key = np.empty(na + nb, dtype=np.int64)  # sub-level: lift V + 1 + x, drop y
-        nd = np.zeros(V, dtype=np.int64)  # drops and lifts per slot
-        nl = np.zeros(V, dtype=np.int64)
-        for k in range(V):
-            out[k] = 0.0
-            out2[k] = 0.0
-        j = 0
-        for i in range(P):
-            if pa[i] > 0:
-                src[j] = i
-                key[j] = V + 1 + x[i]
-                out[x[i]] += pa[i]
-                nl[y[i]] += 1
-                j += 1
-        for i in range(P):
-            if pb[i] > 0:
-                src[j] = -1 - i
-                key[j] = y[i]
-                out2[y[i]] += pb[i]
-                nd[x[i]] += 1
-                j += 1
-        # counting sort by slot: drops (sub < V), the own piece (sub = V), lifts (sub > V),
-        # each run in concatenation order, then sorted by sub stably
-        dpos = np.empty(V, dtype=np.int64)
-        lpos = np.empty(V, dtype=np.int64)
-        c = 0
-        for k in range(V):
-            dpos[k] = c
-            o[c + nd[k]] = k
-            lpos[k] = c + nd[k] + 1
-            c += nd[k] + 1 + nl[k]
-        for j in range(na + nb):
-            i = src[j]
-            if i >= 0:
-                o[lpos[y[i]]] = V + j
-                lpos[y[i]] += 1
-            else:
-                o[dpos[x[-1 - i]]] = V + j
-                dpos[x[-1 - i]] += 1
-        c = 0
-        for k in range(V):
-            if nd[k] > 1:
-                _run_sort(o, c, c + nd[k], V, key)
-            if nl[k] > 1:
-                _run_sort(o, c + nd[k] + 1, c + nd[k] + 1 + nl[k], V, key)
-            c += nd[k] + 1 + nl[k]
-        for e in range(N):
-            f = o[e]
-            if f < V:
-                tok[e] = f
-                prob[e] = 1.0 - (out[f] + out2[f])
-            else:
-                i = src[f - V]
-                if i >= 0:
-                    tok[e] = x[i]
-                    prob[e] = pa[i]
-                else:
-                    tok[e] = y[-1 - i]
-                    prob[e] = pb[-1 - i]
-        return N, rmax
-
-    @jit
-    def fifo(sup, dem, x_out, y_out, t_out, js, jd, S, Dm):  # pragma: no cover - compiled
-        # relabel.fifo_pairs: the unit ends of supply and demand from the top of the chain
-        # (cumulative sums of non-negative terms: ascending), merged (supply first on ties)
-        V = sup.shape[0]
-        ns = 0
-        nd = 0
-        cs = 0.0
-        cd = 0.0
-        for r in range(V):
-            k = V - 1 - r
-            if sup[k] > 0:
-                cs = sup[k] if ns == 0 else cs + sup[k]
-                S[ns] = cs
-                js[ns] = r
-                ns += 1
-            if dem[k] > 0:
-                cd = dem[k] if nd == 0 else cd + dem[k]
-                Dm[nd] = cd
-                jd[nd] = r
-                nd += 1
-        if ns == 0 or nd == 0:
-            return 0
-        i = 0
-        l = 0
-        prev = 0.0
-        P = 0
-        while i < ns or l < nd:
-            j, k = i, l
-            if l >= nd or (i < ns and S[i] <= Dm[l]):
-                b = S[i]
-                i += 1
-            else:
-                b = Dm[l]
-                l += 1
-            tau = b - prev
-            prev = b
-            if j < ns and k < nd and tau > 0:
-                x = V - 1 - jd[k]
-                y = V - 1 - js[j]
-                if y > x:
-                    x_out[P] = x
-                    y_out[P] = y
-                    t_out[P] = tau
-                    P += 1
-        return P
-
-    @jit
-    def _without(E, j, qx, m):  # pragma: no cover - compiled; pieces._without, one pair
-        out = 0.0
-        pw = 1.0
-        for k in range(m + 1):
-            out += pw * E[m - k, j]
-            pw = pw * -qx
-        return out if not out < 0.0 else 0.0
-
-    @jit
-    def pairs(qs, n, E, x, y, tau, a_out, b_out):  # pragma: no cover - compiled
-        # pieces.pair_masses without rigid slots, the same operations per pair
-        V1 = E.shape[1]
-        en = E[n, V1 - 1]
-        en = en if en > 1e-300 else 1e-300  # max(en, 1e-300), en >= 0
-        lo = n - 2 if n >= 2 else 0
-        for i in range(x.shape[0]):
-            xi, yi, t = x[i], y[i], tau[i]
-            qx, qy = qs[xi], qs[yi]
-            h = qx * E[lo, xi] / en
-            if n >= 2:
-                hp = qy * _without(E, yi, qx, n - 2) / en
-            else:
-                hp = qy / en
-            Iv = _without(E, yi, qx, n - 1) - E[n - 1, xi]
-            Iv = (Iv if not Iv < 0.0 else 0.0) / en
-            Jv = E[n - 1, yi] - E[n - 1, xi + 1]
-            Jv = (Jv if not Jv < 0.0 else 0.0) / en
-            det = Iv * Jv + Iv * h + hp * Jv
-            s1 = Iv + h + hp
-            flat = t / (s1 if s1 > 1e-300 else 1e-300)
-            if det > 1e-12 * s1 * (Jv + h + hp):
-                a_out[i] = t * Jv / det
-                b_out[i] = t * Iv / det
-            else:
-                a_out[i] = flat
-                b_out[i] = flat
-
-    @jit
-    def split(D, t, live, sup, dem):  # pragma: no cover - compiled
-        # np.where(live, np.maximum(D - t, 0), 0) and the same of t - D
-        for k in range(D.shape[0]):
-            u = D[k] - t[k]
-            w = t[k] - D[k]
-            sup[k] = (u if not u < 0.0 else 0.0) if live[k] else 0.0
-            dem[k] = (w if not w < 0.0 else 0.0) if live[k] else 0.0
-
-    @jit
-    def residual(D, s, T, t, live, x, y, tau, f, by):  # pragma: no cover - compiled
-        # M = D + bincount(x, tau) - bincount(y, tau); f = where(live, (s - T) + (M - t), 0)
-        for k in range(D.shape[0]):
-            f[k] = 0.0
-            by[k] = 0.0
-        for i in range(x.shape[0]):
-            f[x[i]] += tau[i]
-        for i in range(y.shape[0]):
-            by[y[i]] += tau[i]
-        for k in range(D.shape[0]):
-            M = (D[k] + f[k]) - by[k]
-            f[k] = ((s[k] - T[k]) + (M - t[k])) if live[k] else 0.0
-
-    @jit
-    def _msum_add(p, n, x):  # pragma: no cover - compiled; CPython's math.fsum, one term
-        i = 0
-        for j in range(n):
-            y = p[j]
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            lo = y - (hi - x)
-            if lo != 0.0:
-                p[i] = lo
-                i += 1
-            x = hi
-        p[i] = x
-        return i + 1
-
-    @jit
-    def _msum_value(p, n):  # pragma: no cover - compiled; math.fsum's correctly rounded sum
-        hi = 0.0
-        if n > 0:
-            n -= 1
-            hi = p[n]
-            lo = 0.0
-            while n > 0:
-                x = hi
-                n -= 1
-                y = p[n]
-                hi = x + y
-                yr = hi - x
-                lo = y - yr
-                if lo != 0.0:
-                    break
-            if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
-                y = lo * 2.0
-                x = hi + y
-                yr = x - hi
-                if y == yr:
-                    hi = x
-        return hi
-
-    @jit
-    def fsum2(q):  # pragma: no cover - compiled
-        # (fsum(q), fsum(q + [-fsum(q)])) for finite q: Shewchuk's partials, as CPython
-        p = np.empty(1100)  # partials are non-overlapping: at most ~ 2100 / 53 + 2 of them
-        n = 0
-        for k in range(q.shape[0]):
-            n = _msum_add(p, n, q[k])
-        hi = _msum_value(p, n)
-        n = _msum_add(p, n, -hi)
-        return hi, _msum_value(p, n)
-
-    return {
-        "fsum2": fsum2,
-        "split": split,
-        "residual": residual,
-        "fifo": fifo,
-        "pairs": pairs,
-        "build": build,
-        "excl": excl,
-        "cp_pass": cp_pass,
-        "cp_pass4": cp_pass4,
-        "before_after": before_after,
-        "bincount2": bincount2,
-        "mass": mass,
-        "before": before,
-        "csr": csr,
-    }
+    g = globals()
+    for name in _HELPERS:
+        if not hasattr(g[name], "py_func"):
+            g[name] = jit(g[name])
+    return {key: jit(g[name]) for key, name in _KERNELS.items()}
 
 
 def exclusive(x: np.ndarray) -> np.ndarray:
