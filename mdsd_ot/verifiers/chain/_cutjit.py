@@ -113,17 +113,28 @@ def _k_levels(N):  # pragma: no cover - compiled
 
 
 def _k_excl(x, out):  # pragma: no cover - compiled
+    # the exclusive blocked sum, level 0 in scalars (the upper levels as _k_advance)
     N = x.shape[0]
     L = _k_levels(max(N - 1, 0))
     loc = np.zeros((1, L + 1))
     off = np.zeros((1, L + 1))
     pos = np.zeros(L + 1, dtype=np.int64)
     prev = 0.0
+    part = 0.0  # partial sum of the current level-0 block
+    o0 = 0.0  # its offset
+    p0 = 0
     for e in range(N):
         out[e] = prev
         if e < N - 1:
-            prev = _k_push(loc, off, pos, 0, x[e])
-            _k_advance(loc, off, pos, L, 1)
+            part = x[e] if p0 == 0 else part + x[e]
+            prev = o0 + part
+            p0 += 1
+            if p0 == _BLOCK and L > 0:
+                loc[0, 0] = part
+                pos[0] = _BLOCK - 1
+                _k_advance(loc, off, pos, L, 1)
+                o0 = off[0, 0]
+                p0 = 0
 
 
 def _k_cp_pass(d, v, n, tok, skip, stop, g_out, ga_out, flag):  # pragma: no cover
