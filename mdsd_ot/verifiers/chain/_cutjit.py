@@ -13,8 +13,16 @@ addition of the numpy route is made, on the same operands and in the same order,
 are *bit-identical* (tested) and the rounding depth is the same,
 :func:`~.cutlaw.cumsum_depth` (N) for N items: the error bounds of :mod:`.cutlaw` hold unchanged.
 
-:func:`csr` is the counting sort of the pieces by token (the permutation of a stable
-:func:`numpy.argsort`); :func:`bincount2` the two weighted ``np.bincount`` of the law.
+The same holds for the rest: :func:`before_after` and :func:`before` (per-token sums, a
+token of more than 8 pieces by the blocked sum of its padded row), :func:`build_pieces` (the
+stable sort by slot and sub-level as a counting sort), :func:`csr` (the permutation of a
+stable :func:`numpy.argsort` by token), :func:`bincount2` (the law's two weighted
+``np.bincount``), the design's :func:`split`, :func:`fifo_pairs` (one merge of the supply and
+demand ends), :func:`pair_masses` and :func:`residual`, and :func:`total_mass` (CPython's
+``math.fsum``).  Sums that numpy forms pairwise (``np.sum``, BLAS products) stay in numpy.
+
+The loops (``_k_*``) are plain Python until :func:`_kernels` compiles them; their helpers
+become numba functions as module globals, so that numba caches every kernel on disk.
 
 Without numba, with ``MDSD_OT_JIT=0`` or inside :func:`mdsd_ot.fast._fused.disabled`,
 :func:`enabled` is False and the numpy code runs.
