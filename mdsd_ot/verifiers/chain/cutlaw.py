@@ -50,6 +50,7 @@ import math
 
 import numpy as np
 
+from . import _cutjit
 from .pieces import PieceKernel
 
 __all__ = [
@@ -93,12 +94,16 @@ def blocked_cumsum(x: np.ndarray) -> np.ndarray:
 
 def before_after(kern: PieceKernel, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Per piece (level order): mass of the same token's earlier pieces, of its later pieces,
-    and the rounding depth of those sums (sums of non-negative terms, blocked)."""
+    and the rounding depth of those sums (sums of non-negative terms, blocked; compiled by
+    :mod:`._cutjit` when numba is installed, the same additions)."""
+    cnt = np.diff(kern.start)
+    kmax = int(cnt.max(initial=1))
+    if _cutjit.enabled():
+        v, after = _cutjit.before_after(kern.order, kern.start, mass)
+        return v, after, min(kmax, 8) + cumsum_depth(kmax) + 1
     o = kern.order
     m = mass[o]  # grouped by token, level order within a token
     first = kern.start[:-1]
-    cnt = np.diff(kern.start)
-    kmax = int(cnt.max(initial=1))
     vg = np.zeros_like(m)
     ag = np.zeros_like(m)
     for r in range(1, min(kmax, 8)):  # running sums by rank inside the tokens of <= 8 pieces
@@ -129,6 +134,8 @@ def before_after(kern: PieceKernel, mass: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _exclusive(x: np.ndarray) -> np.ndarray:
     """Exclusive cumulative sum (no subtraction: the sum of the earlier terms only)."""
+    if len(x) > 1 and _cutjit.enabled():
+        return _cutjit.exclusive(x)
     out = np.zeros_like(x)
     if len(x) > 1:
         out[1:] = blocked_cumsum(x[:-1])
@@ -163,24 +170,48 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     The deflation of a split token cancels when the token holds most of the low mass; for the
     (few) tokens where the absolute-value sum exceeds the value 1000-fold, :math:`e_{n-1}` of
     the other tokens is recomputed by a pass without that token's pieces.
+
+    With numba the passes are compiled (:mod:`._cutjit`: the same operations in the same
+    order, bit-identical, so the bound holds as it is).
     """
     V = len(qs)
-    d = kern.mass(qs)
-    v, _, kmax = before_after(kern, d)
-    gs, gas = _cp_pass(d, v, n)
-    g, ga = gs[n - 1], gas[n - 1]
-    bad = np.unique(kern.tok[(v > 0) & (ga > 1e3 * g)])
+    jit = _cutjit.enabled()
+    if jit:  # the first output of before_after only, and its depth
+        d = _cutjit.mass(qs, kern.tok, kern.prob)
+        v = _cutjit.before(kern.tok, d, kern.start)
+        kmax = int(np.diff(kern.start).max(initial=1))
+        kmax = min(kmax, 8) + cumsum_depth(kmax) + 1
+    else:
+        d = kern.mass(qs)
+        v, _, kmax = before_after(kern, d)
+    if jit:
+        g, ga, flag = _cutjit.cp_pass(d, v, n, kern.tok, V=V)
+        bad = np.flatnonzero(flag)
+    else:
+        gs, gas = _cp_pass(d, v, n)
+        g, ga = gs[n - 1], gas[n - 1]
+        bad = np.unique(kern.tok[(v > 0) & (ga > 1e3 * g)])
     for x in bad[np.argsort(-qs[bad])][:16]:
+        if jit:  # written at x's pieces only, the pass stops after x's last piece
+            stop = int(kern.order[kern.start[x + 1] - 1]) + 1
+            _cutjit.run_pass(d, v, n, kern.tok, int(x), g, ga, stop)
+            continue
         mine = kern.tok == x
         dx = np.where(mine, 0.0, d)
         vx = np.where(mine, 0.0, v)
         hx, hax = _cp_pass(dx, vx, n)
         g = np.where(mine, hx[n - 1], g)
         ga = np.where(mine, hax[n - 1], ga)
-    inc, inc_abs = d * g, d * ga
-    total = float(np.sum(inc))
-    T = np.bincount(kern.tok, inc, V) / total
-    T_abs = np.bincount(kern.tok, inc_abs, V) / total
+    if jit:
+        T, T_abs, inc, inc_abs = _cutjit.bincount2(kern.tok, d, g, ga, V)
+        total = float(np.sum(inc))
+        T /= total
+        T_abs /= total
+    else:
+        inc, inc_abs = d * g, d * ga
+        total = float(np.sum(inc))
+        T = np.bincount(kern.tok, inc, V) / total
+        T_abs = np.bincount(kern.tok, inc_abs, V) / total
     depth = n * (cumsum_depth(len(d)) + 2 * n + 6) + kmax + 4
     g_ = gamma(depth)
     rel_total = g_ * float(np.sum(inc_abs)) / total
@@ -189,7 +220,10 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
 
 
 def total_mass(qs: np.ndarray) -> tuple[float, float]:
-    r""":math:`\sum q` as a double-double (hi, lo): hi correctly rounded, hi + lo exact to u^2."""
+    r""":math:`\sum q` as a double-double (hi, lo): hi correctly rounded, hi + lo exact to u^2
+    (``math.fsum``; compiled, the same algorithm and floats, by :mod:`._cutjit`)."""
+    if _cutjit.enabled() and (out := _cutjit.total_mass(qs)) is not None:
+        return out
     hi = math.fsum(qs.tolist())
     return hi, math.fsum(qs.tolist() + [-hi])
 

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _cutjit
 from .relabel import QUANT, fifo_pairs
 
 __all__ = ["PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_masses", "design"]
@@ -119,6 +120,12 @@ def build_pieces(
     model of one pick per drafted token stays right for heavy tokens.
     """
     V = len(qs)
+    if _cutjit.enabled():  # the same operations, compiled (bit-identical)
+        tok, prob, o, rmax = _cutjit.build_pieces(qs, x, y, a, b, QUANT)
+        start, order = _cutjit.csr(tok, V)
+        if draws is not None:
+            _per_draw(tok, prob, o, start, order, draws)
+        return PieceKernel(tok, prob, start, order, {"pairs": len(x), "max_ratio": rmax})
     live = qs > 0
     out = np.bincount(x, a, V) + np.bincount(y, b, V)
     ratio = np.divide(out, qs, out=np.zeros(V), where=live)
@@ -137,16 +144,29 @@ def build_pieces(
     tok, prob = tok[o], np.concatenate([own, pa, pb])[o]
     start, order = _csr(tok, V)
     if draws is not None:
-        is_own = o < V
-        for k in np.flatnonzero((draws > 1.0) & (np.diff(start) > 1)):
-            idx = order[start[k] : start[k + 1]]  # the token's pieces, level order
-            b = np.minimum(np.cumsum(prob[idx]), 1.0) ** (1.0 / draws[k])
-            pr = np.floor(np.diff(b, prepend=0.0) * QUANT) / QUANT
-            mine = is_own[idx]
-            pr[mine] = 0.0
-            pr[mine] = 1.0 - pr.sum()  # the own piece absorbs the rounding (exact)
-            prob[idx] = pr
+        _per_draw(tok, prob, o, start, order, draws)
     return PieceKernel(tok, prob, start, order, {"pairs": len(x), "max_ratio": float(ratio.max())})
+
+
+def _per_draw(
+    tok: np.ndarray,
+    prob: np.ndarray,
+    o: np.ndarray,
+    start: np.ndarray,
+    order: np.ndarray,
+    draws: np.ndarray,
+) -> None:
+    """The per-draw probabilities of :func:`build_pieces` (``draws``), in place."""
+    V = len(start) - 1
+    is_own = o < V
+    for k in np.flatnonzero((draws > 1.0) & (np.diff(start) > 1)):
+        idx = order[start[k] : start[k + 1]]  # the token's pieces, level order
+        b = np.minimum(np.cumsum(prob[idx]), 1.0) ** (1.0 / draws[k])
+        pr = np.floor(np.diff(b, prepend=0.0) * QUANT) / QUANT
+        mine = is_own[idx]
+        pr[mine] = 0.0
+        pr[mine] = 1.0 - pr.sum()  # the own piece absorbs the rounding (exact)
+        prob[idx] = pr
 
 
 # -- the first-order model (conditional-Poisson co-occurrences) ------------------------------
@@ -255,6 +275,8 @@ def design(
     tol = 1e-10 + 1e-15 * V if tol is None else tol
     live = qs > 0
     E = cp_levels(qs, n)
+    jit = _cutjit.enabled() and rigid is None  # compiled pairing and model (the same values)
+    Es = np.stack(E) if jit else None
     t = s.copy()
     best: tuple[float, PieceKernel, np.ndarray, float, np.ndarray] | None = None
     history: list[float] = []
@@ -262,10 +284,15 @@ def design(
     hist_f: list[np.ndarray] = []
     theta, plain = 1.0, 0  # plain > 0: that many plain (damped) steps before Anderson again
     for _ in range(max_iter):
-        sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
-        dem = np.where(live, np.maximum(t - D, 0.0), 0.0)
-        x, y, tau = fifo_pairs(sup, dem)
-        a, b = pair_masses(qs, n, E, x, y, tau, rigid)
+        if jit:
+            sup, dem = _cutjit.split(D, t, live)
+            x, y, tau = _cutjit.fifo_pairs(sup, dem)
+            a, b = _cutjit.pair_masses(qs, n, Es, x, y, tau)
+        else:
+            sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
+            dem = np.where(live, np.maximum(t - D, 0.0), 0.0)
+            x, y, tau = fifo_pairs(sup, dem)
+            a, b = pair_masses(qs, n, E, x, y, tau, rigid)
         kern = build_pieces(qs, x, y, a, b, draws)
         T, err = law(kern)
         short = float(np.maximum(s - T, 0.0).sum())
@@ -279,8 +306,11 @@ def design(
             continue
         if short <= tol or (len(history) > 12 and best[0] > 0.5 * min(history[:-12])):
             break
-        M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
-        f = np.where(live, (s - T) + (M - t), 0.0)  # the model-corrected residual
+        if jit:
+            f = _cutjit.residual(D, s, T, t, live, x, y, tau)
+        else:
+            M = D + np.bincount(x, tau, V) - np.bincount(y, tau, V)
+            f = np.where(live, (s - T) + (M - t), 0.0)  # the model-corrected residual
         hist_t.append(t.copy())
         hist_f.append(f)
         if len(hist_t) > 5:
