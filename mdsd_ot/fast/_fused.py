@@ -15,8 +15,9 @@ work on one float64 row:
 Each histogram adds its tokens in index order, as ``np.bincount`` does, so the results are
 *bit-identical* to the numpy route (tested).  Without numba, or with the environment variable
 ``MDSD_OT_JIT=0``, or inside :func:`disabled`, the numpy route runs; results do not depend on
-the choice.  The kernels compile on first use (about a second each, cached on disk by numba
-where the package directory is writable).
+the choice.  The kernels (:mod:`mdsd_ot.fast._fused_nb`, module-level functions so that numba's
+disk cache serves them to every new process) compile on first use, about a second each, and
+are cached where the package directory is writable.
 """
 
 from __future__ import annotations
@@ -110,295 +111,21 @@ def jit_decorator() -> Any:
 
 @functools.cache
 def _kernels() -> dict[str, Any] | None:
-    """Compile-on-first-call kernels, or None when numba is not installed."""
-    jit = jit_decorator()
-    if jit is None:
+    """The compiled kernels (:mod:`mdsd_ot.fast._fused_nb`, compiled or loaded from numba's
+    disk cache on first call), or None when numba is not installed."""
+    if jit_decorator() is None:
         return None
-
-    S = 1024  # block of the vectorised loops: a small scratch, no V-size temporary
-
-    @jit
-    def front(p, q, shift, base, top, outside_max, dense_max, ids, stats):  # pragma: no cover
-        # stats (out): the smallest p and q read as int64 (negative: a sign bit is set) and
-        # the number of q > 0 (positive bits), integer reductions that vectorise (validation)
-        V = p.shape[0]
-        pb = p.view(np.int64)
-        qb = q.view(np.int64)
-        mp = np.int64(0)
-        mq = np.int64(0)
-        npos = 0
-        key = np.empty(S, dtype=np.float64)
-        kb = key.view(np.int64)
-        sample = np.zeros(top + 1, dtype=np.int64)  # tokens per bucket, every 8th token
-        lo = np.int64(1) << 62
-        hi = np.int64(-1)
-        inf = np.int64(0x7FF0000000000000)
-        outside = 0  # tokens of a finite positive ratio beyond the window
-        for s in range(0, V, S):
-            m = min(S, V - s)
-            ps, qs, out = p[s : s + m], q[s : s + m], ids[s : s + m]
-            for i in range(m):
-                key[i] = abs(ps[i] / qs[i])
-            for i in range(s, s + m):
-                mp = min(mp, pb[i])
-                mq = min(mq, qb[i])
-                npos += qb[i] > 0
-            for i in range(m):
-                k = kb[i]
-                j = (k >> shift) - base
-                outside += ((j < 1) & (k > 0)) | ((j >= top) & (k < inf))
-                b = min(max(j, 0), top)
-                out[i] = b
-                lo = min(lo, b)
-                hi = max(hi, b)
-            for i in range(0, m, 8):
-                sample[out[i]] += 1
-        stats[0] = mp
-        stats[1] = mq
-        stats[2] = npos
-        NB = hi - lo + 1
-        drawn = (V // S) * (S // 8) + (V % S + 7) // 8  # tokens sampled
-        if outside > outside_max or sample.max() * V > dense_max * drawn:  # left to numpy
-            z = np.zeros(0, dtype=np.float64)
-            return -1, z, z, np.zeros(0, dtype=np.int64)
-        # four lanes (token i in lane i % 4): a run of tokens in one bucket is not one chain
-        # of dependent additions; a bucket's lanes of p and q share one cache line
-        h = np.zeros((NB, 4, 2), dtype=np.float64)
-        c = np.zeros((NB, 4), dtype=np.int32)
-        for i in range(V):
-            b = ids[i] - lo
-            ids[i] = b
-            r = i & 3
-            h[b, r, 0] += p[i]
-            h[b, r, 1] += q[i]
-            c[b, r] += 1
-        hp = np.empty(NB, dtype=np.float64)
-        hq = np.empty(NB, dtype=np.float64)
-        hn = np.empty(NB, dtype=np.int64)
-        for b in range(NB):  # lanes joined in order: ((0 + 1) + 2) + 3
-            hp[b] = ((h[b, 0, 0] + h[b, 1, 0]) + h[b, 2, 0]) + h[b, 3, 0]
-            hq[b] = ((h[b, 0, 1] + h[b, 1, 1]) + h[b, 2, 1]) + h[b, 3, 1]
-            hn[b] = (c[b, 0] + c[b, 1]) + (c[b, 2] + c[b, 3])
-        return lo, hp, hq, hn
-
-    @jit
-    def powers(ids, q, d1, d2, heavy, K, NB, odds, c):  # pragma: no cover - compiled
-        V = ids.shape[0]
-        out = np.zeros((K, NB), dtype=np.float64)
-        u = np.empty(S, dtype=np.float64)  # the divisions vectorise in loops of their own
-        w = np.empty(S, dtype=np.float64)
-        nh = heavy.shape[0]
-        for s in range(0, V, S):
-            m = min(S, V - s)
-            qs, bs = q[s : s + m], ids[s : s + m]
-            if d1 == 1.0 and d2 == 1.0:  # q itself (x / 1 = x)
-                for i in range(m):
-                    u[i] = qs[i]
-            elif d2 == 1.0:
-                for i in range(m):
-                    u[i] = qs[i] / d1
-            else:
-                for i in range(m):
-                    u[i] = qs[i] / d1 / d2
-            for j in range(nh):
-                if s <= heavy[j] < s + m:
-                    u[heavy[j] - s] = 0.0
-            if odds:
-                for i in range(m):
-                    w[i] = u[i] / (c - u[i])
-                for i in range(m):
-                    b = bs[i]
-                    out[0, b] += u[i]
-                    out[1, b] += w[i]
-            else:
-                for i in range(m):
-                    b = bs[i]
-                    x = u[i]
-                    y = x
-                    out[0, b] += y
-                    for k in range(1, K):
-                        y = y * x
-                        out[k, b] += y
-        return out
-
-    @jit
-    def gather(ids, lo, hi, cap):  # pragma: no cover - compiled
-        idx = np.empty(cap + 1, dtype=np.int64)
-        lo32, hi32 = np.int32(lo), np.int32(hi)
-        m = 0
-        if 8 * cap > ids.shape[0]:  # many: branch-free, write always, advance when inside
-            for i in range(ids.shape[0]):
-                x = ids[i]
-                idx[min(m, cap)] = i
-                m += (x >= lo32) & (x <= hi32)
-        else:  # few (the usual case): a well-predicted branch
-            for i in range(ids.shape[0]):
-                x = ids[i]
-                if (x >= lo32) & (x <= hi32):
-                    idx[min(m, cap)] = i
-                    m += 1
-        return idx[: min(m, cap)], m
-
-    @jit
-    def top(row, k):  # pragma: no cover - compiled
-        # candidates above the threshold go to a buffer of 4k; a full buffer keeps its k
-        # largest (value descending, then index: a stable sort of entries in index order), and
-        # the threshold becomes the k-th value (a later equal value has a larger index: out)
-        cap = 4 * k
-        bv = np.empty(cap, dtype=np.float64)
-        bi = np.empty(cap, dtype=np.int64)
-        m = 0
-        thr = -np.inf
-        for i in range(row.shape[0]):
-            x = row[i]
-            if x > thr:
-                bv[m] = x
-                bi[m] = i
-                m += 1
-                if m == cap:
-                    keep = np.sort(bi[np.argsort(-bv, kind="mergesort")[:k]])
-                    for j in range(k):  # in index order again, for the next stable sort
-                        bi[j] = keep[j]
-                        bv[j] = row[keep[j]]
-                    m = k
-                    thr = np.min(bv[:k])
-        order = np.argsort(-bv[:m], kind="mergesort")[: min(k, m)]
-        return bv[order].copy(), bi[order].copy()
-
-    @jit
-    def top_small(row, k):  # pragma: no cover - compiled
-        # insertion into a sorted list of the k largest (value descending, then index): a block
-        # whose maximum does not beat the k-th is skipped after one vectorised pass
-        tv = np.empty(k, dtype=np.float64)
-        ti = np.empty(k, dtype=np.int64)
-        nt = 0
-        kth = -np.inf
-        V = row.shape[0]
-        bits = row.view(np.int64)  # ordered as the values when the k-th is >= 0 (see below)
-        for s in range(0, V, 256):
-            e = min(s + 256, V)
-            if nt == k and kth >= 0.0:  # x > kth >= 0 iff bits(x) > bits(kth), negatives
-                kb = np.int64(tv[k - 1 : k].view(np.int64)[0])  # (sign bit) included
-                mb = np.int64(-1) << 63
-                for i in range(s, e):
-                    mb = max(mb, bits[i])
-                if mb <= kb:
-                    continue
-            for i in range(s, e):
-                x = row[i]
-                if nt < k or x > kth:  # an equal later value loses the tie
-                    j = min(nt, k - 1)
-                    while j > 0 and tv[j - 1] < x:
-                        tv[j] = tv[j - 1]
-                        ti[j] = ti[j - 1]
-                        j -= 1
-                    tv[j] = x
-                    ti[j] = i
-                    nt = min(nt + 1, k)
-                    if nt == k:
-                        kth = tv[k - 1]
-        return tv[:nt].copy(), ti[:nt].copy()
-
-    @jit
-    def _two_sum(a, b):  # pragma: no cover - compiled; a + b = t + e exactly (Knuth)
-        t = a + b
-        z = t - a
-        return t, (a - (t - z)) + (b - z)
-
-    @jit
-    def sum2(x):  # pragma: no cover - compiled
-        # eight lanes of error-free TwoSum (Ogita, Rump and Oishi's Sum2) in scalar locals (they
-        # stay in registers), the lane totals joined by TwoSum too; returns (hi, lo)
-        V = x.shape[0]
-        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-        c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = 0.0
-        n8 = V - V % 8
-        for i in range(0, n8, 8):
-            s0, e0 = _two_sum(s0, x[i])
-            s1, e1 = _two_sum(s1, x[i + 1])
-            s2, e2 = _two_sum(s2, x[i + 2])
-            s3, e3 = _two_sum(s3, x[i + 3])
-            s4, e4 = _two_sum(s4, x[i + 4])
-            s5, e5 = _two_sum(s5, x[i + 5])
-            s6, e6 = _two_sum(s6, x[i + 6])
-            s7, e7 = _two_sum(s7, x[i + 7])
-            c0 += e0
-            c1 += e1
-            c2 += e2
-            c3 += e3
-            c4 += e4
-            c5 += e5
-            c6 += e6
-            c7 += e7
-        for i in range(n8, V):  # the tail joins lane 0
-            s0, e0 = _two_sum(s0, x[i])
-            c0 += e0
-        hi = s0
-        lo = ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7))
-        for b in (s1, s2, s3, s4, s5, s6, s7):
-            hi, e = _two_sum(hi, b)
-            lo += e
-        return hi, lo
-
-    @jit
-    def _nmin(a, b):  # pragma: no cover - compiled; np.minimum: NaN if either is NaN
-        if a != a or b != b:
-            return np.nan
-        return a if a < b else b
-
-    @jit
-    def _nmax(a, b):  # pragma: no cover - compiled; np.maximum
-        if a != a or b != b:
-            return np.nan
-        return a if a > b else b
-
-    @jit
-    def bounds(P, Q, Hp, qm, lo, hi, c, cut, LB, keep):  # pragma: no cover - compiled
-        # the bucket path's lower bound per bucket, entry by entry as the array code forms it
-        nb = Hp.shape[0]
-        first, last, count = -1, -1, 0
-        for b in range(nb):
-            rlo = lo[b] * c * (1 - 4 * 2.0**-53)
-            rhi = hi[b] * c * (1 + 4 * 2.0**-53)
-            finite = np.isfinite(rhi)
-            if finite and rhi > rlo:
-                t = (rhi * qm[b] - Hp[b]) / (rhi - rlo)
-            else:
-                t = qm[b]
-            t = _nmin(_nmax(t, 0.0), qm[b])
-            frac = t / qm[b] if qm[b] > 0 else t * 0.0
-            chord = Q[b] + (Q[b + 1] - Q[b]) * frac
-            inner = P[b] + rlo * t - chord
-            x = _nmin(_nmin(P[b] - Q[b], P[b + 1] - Q[b + 1]), inner)
-            LB[b] = x
-            k = x < cut
-            keep[b] = k
-            if k:
-                if first < 0:
-                    first = b
-                last = b
-                count += 1
-        return first, last, count
-
-    @jit
-    def less(hi, lo, vals):  # pragma: no cover - compiled
-        # (hi + lo) - sum(vals) by TwoSum steps: the rounding errors, exact, are added to lo
-        err = 0.0
-        for a in vals:
-            hi, e = _two_sum(hi, -a)
-            lo += e
-            err += abs(e)
-        return hi, lo, err
+    from . import _fused_nb as nb
 
     return {
-        "less": less,
-        "front": front,
-        "powers": powers,
-        "gather": gather,
-        "top": top,
-        "top_small": top_small,
-        "sum2": sum2,
-        "bounds": bounds,
+        "less": nb.less,
+        "front": nb.front,
+        "powers": nb.powers,
+        "gather": nb.gather,
+        "top": nb.top,
+        "top_small": nb.top_small,
+        "sum2": nb.sum2,
+        "bounds": nb.bounds,
     }
 
 

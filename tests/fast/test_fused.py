@@ -165,15 +165,25 @@ def test_kernels_compile_without_a_writable_cache(monkeypatch):
             raise RuntimeError("cannot cache function: no locator available")
         return real(*args, **kwargs)
 
+    import importlib
+
+    from mdsd_ot.fast import _fused_nb
+
     p, q = synthetic_pair(3000, 1.0, 2)
     want = _fused.bucket_front(p, q, 8, 64)
+
+    def fresh():  # the kernels module decorated again with the current numba.njit
+        _fused.jit_decorator.cache_clear()
+        _fused._kernels.cache_clear()
+        importlib.reload(_fused_nb)
+
     monkeypatch.setattr(numba, "njit", njit)
-    _fused._kernels.cache_clear()
     try:
+        fresh()
         got = _fused.bucket_front(p, q, 8, 64)
     finally:
         monkeypatch.undo()
-        _fused._kernels.cache_clear()
+        fresh()
     assert refused and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
