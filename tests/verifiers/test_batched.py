@@ -139,10 +139,11 @@ def test_simulation(V, n):
     g = np.random.default_rng([n, 7])
     N = 100_000
     t = g.choice(V, size=(1, N, n), p=q)
-    out, acc = verify_rows(p[None], q[None], n, t, g)
+    out, acc, plans = verify_rows(p[None], q[None], n, t, g, return_plans=True)
     assert out.shape == (1, N) and acc.shape == (1, N)
     assert _g_test(out[0], p) > 1e-4
     a = alpha_star(p, q, n=n, scheme="with")
+    assert abs(float(plans.alpha[0]) - a) <= 1e-12 and plans.law_error[0] <= 1e-8
     a_hat = float(acc.mean())
     assert abs(a_hat - a) <= 4 * np.sqrt(a * (1 - a) / N)
 

@@ -515,8 +515,15 @@ CONSTRUCTIONS: dict[str, str] = {"relabel": "with", "cp2": "conditional-poisson"
 
 
 def verify_rows(
-    P: Any, Q: Any, n: int, draft_tokens: Any, rng: Any = None, construction: str = "relabel"
-) -> tuple[Any, Any]:
+    P: Any,
+    Q: Any,
+    n: int,
+    draft_tokens: Any,
+    rng: Any = None,
+    construction: str = "relabel",
+    *,
+    return_plans: bool = False,
+) -> tuple[Any, ...]:
     r"""The optimal verifier on (B, V) rows of numpy arrays or tensors: ``relabel`` (i.i.d.
     drafts, any n) or ``cp2`` (conditional Poisson, n = 2; its tuples hold distinct tokens).
 
@@ -524,7 +531,9 @@ def verify_rows(
     the token range), renormalises the rows, computes in float64 (float32 input is cast, so
     the law error stays that of :func:`law_error_bound`), builds the plans of all rows with one
     sort each and verifies ``draft_tokens`` ((B, n) or (B, k, n)).  Returns the output tokens
-    and the accepted flags, on the input's device.
+    and the accepted flags, on the input's device; with ``return_plans=True`` also the
+    :class:`RowPlans` (``alpha``: each row's α*, the acceptance of the verifier;
+    ``law_error``: its bound).
 
     Examples
     --------
@@ -532,6 +541,9 @@ def verify_rows(
     >>> out, acc = verify_rows(P, Q, 2, np.array([[1, 1], [0, 1]]), 0)
     >>> out.shape, acc.dtype
     ((2,), dtype('bool'))
+    >>> _, _, plans = verify_rows(P, Q, 2, np.array([[1, 1], [0, 1]]), 0, return_plans=True)
+    >>> plans.alpha.round(4).tolist()  # α* of each position: the verifier's acceptance
+    [1.0, 0.95]
     """
     from ... import _validate as V_
     from ...fast._check import check_array, check_numpy
@@ -563,4 +575,5 @@ def verify_rows(
     B, V = Q2.shape
     t = _check_tokens(t, B, V, n)
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
-    return sample_relabel_rows(plans, t, rng)
+    out, accepted = sample_relabel_rows(plans, t, rng)
+    return (out, accepted, plans) if return_plans else (out, accepted)
