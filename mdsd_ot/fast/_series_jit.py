@@ -212,33 +212,74 @@ def _kernels() -> dict[str, Any] | None:
         return Y
 
     @jit
+    def cumsum_at(x, pos, out):  # pragma: no cover - compiled
+        # _dd.cumsum_blocked of each row of x (R, N), read at the increasing positions pos
+        # only (out: (R, len(pos))): one pass keeps each row's running sum in its block (the
+        # rows' chains interleaved), the blocks' totals are summed by cumsum_cols, and each
+        # value read is its block's sum plus the total of the blocks before, as there
+        R, N = x.shape
+        P = pos.shape[0]
+        run = np.empty(R)
+        nb = (N + 63) // 64 if N > 64 else 1
+        ends = np.empty((nb, R))
+        p = 0
+        for b in range(nb):
+            o = b * 64
+            e = min(N, o + 64) if N > 64 else N
+            for r in range(R):
+                run[r] = x[r, o]
+            while p < P and pos[p] == o:
+                for r in range(R):
+                    out[r, p] = run[r]
+                p += 1
+            for j in range(o + 1, e):
+                for r in range(R):
+                    run[r] = run[r] + x[r, j]
+                while p < P and pos[p] == j:
+                    for r in range(R):
+                        out[r, p] = run[r]
+                    p += 1
+            pad = N > 64 and e < o + 64  # the zero padding of the last block
+            for r in range(R):
+                ends[b, r] = run[r] + 0.0 if pad else run[r]
+        if N <= 64:
+            return
+        tot = cumsum_cols(ends)
+        p = 0
+        for p in range(P):
+            b = pos[p] // 64
+            for r in range(R):
+                off = 0.0 if b == 0 else tot[b - 1, r]
+                out[r, p] = out[r, p] + off
+
+    @jit
     def moments(qA, T, delta, top, theta_d, tau, K, n, Ns, offs, sub, ranks, cols, depths):
-        # pragma: no cover - compiled; _moments.heavy_moments of one row.  The loops over a
-        # layer's subsets (independent) are the inner ones; each subset's terms are formed as
-        # the array code forms them
+        # pragma: no cover - compiled; _moments.heavy_moments of one row.  A layer's moments
+        # are kept as (K+1, N): the loops over its subsets (independent) are the inner ones;
+        # each subset's terms are formed as the array code forms them
         m = qA.shape[0]
         J = np.zeros((n, K + 1, m + 1))
         step = theta_d / U + 4.0
         kt = np.empty(K + 1)
         for k in range(K + 1):
             kt[k] = k * tau
-        gp = np.empty((1, K + 1))
+        gp = np.empty((K + 1, 1))
         gp[0, 0] = 1.0 / T
         for k in range(1, K + 1):
-            gp[0, k] = kt[k] * gp[0, k - 1] / T
+            gp[k, 0] = kt[k] * gp[k - 1, 0] / T
         for k in range(K + 1):
             for s in range(m + 1):
-                J[0, k, s] = gp[0, k] + 0.0
+                J[0, k, s] = gp[k, 0] + 0.0
         Dg = (K + 1) * step
         D_J = Dg
+        sd = np.empty(max(n, 1))
+        diff = np.empty(max(n, 1))
         for li in range(Ns.shape[0]):
             a = li + 1
             N = Ns[li]
             o = offs[li]
             qs = np.empty((a, N))
             d = np.empty(N)
-            sd = np.empty(a)
-            diff = np.empty(a)
             for i in range(N):
                 for r in range(a):
                     v = qA[sub[o + i * a + r]]
@@ -260,28 +301,46 @@ def _kernels() -> dict[str, Any] | None:
                     for r in range(a):
                         diff[r] = top[r] - sd[r]
                     d[i] = delta[a] + np_sum(diff, a, True)
-            f = np.empty((N, K + 1))
-            for k in range(K + 1):
-                for i in range(N):
-                    f[i, k] = qs[0, i] * gp[ranks[o + i], k]
-            for r in range(1, a):
-                ro = o + r * N
+            g = np.empty((K + 1, N))  # first f = sum_r q_r G(D less its r-th token)
+            for r in range(a):
+                rk = ranks[o + r * N : o + r * N + N]
+                qr = qs[r]
                 for k in range(K + 1):
-                    for i in range(N):
-                        f[i, k] = f[i, k] + qs[r, i] * gp[ranks[ro + i], k]
-            g = np.empty((N, K + 1))
+                    gk = gp[k]
+                    gr = g[k]
+                    if r == 0:
+                        for i in range(N):
+                            gr[i] = qr[i] * gk[rk[i]]
+                    else:
+                        for i in range(N):
+                            gr[i] = gr[i] + qr[i] * gk[rk[i]]
+            g0 = g[0]  # then G, in place: row k - 1 is final when row k is formed
             for i in range(N):
-                g[i, 0] = f[i, 0] / d[i]
+                g0[i] = g0[i] / d[i]
             for k in range(1, K + 1):
                 ktk = kt[k]
+                prev = g[k - 1]
+                cur = g[k]
                 for i in range(N):
-                    g[i, k] = (f[i, k] + ktk * g[i, k - 1]) / d[i]
+                    cur[i] = (cur[i] + ktk * prev[i]) / d[i]
             Dg = Dg + a + (K + 1) * step
-            cs = cumsum_cols(g)
-            for k in range(K + 1):
-                for s in range(m + 1):
-                    c = cols[li, s]
-                    J[a, k, s] = 0.0 if c == 0 else cs[c - 1, k]
+            ncol = 0  # the exclusive sums at cols: the inclusive ones at cols - 1 (cols > 0)
+            for s in range(m + 1):
+                ncol += cols[li, s] > 0
+            pos = np.empty(ncol, dtype=np.int64)
+            p = 0
+            for s in range(m + 1):
+                if cols[li, s] > 0:
+                    pos[p] = cols[li, s] - 1
+                    p += 1
+            vals = np.empty((K + 1, ncol))
+            cumsum_at(g, pos, vals)
+            p = 0
+            for s in range(m + 1):
+                if cols[li, s] > 0:
+                    for k in range(K + 1):
+                        J[a, k, s] = vals[k, p]
+                    p += 1
             D_J = nanmax(D_J, Dg + depths[li])
             gp = g
         return J, D_J
@@ -331,70 +390,83 @@ def _kernels() -> dict[str, Any] | None:
         return Jh, D, beta, tcoef, Ht
 
     @jit
-    def sum_k(x, y, yi, ys, out, inner):  # pragma: no cover - compiled
-        # out[c] = sum over k of x[k, c] * y[yi, k, ys[c]] (ys None-like: column c) as numpy
-        # sums axis 1 of a (1, K+1, C) array: pairwise when C == 1, else term after term
+    def sum_k(x, y, ys, out, inner):  # pragma: no cover - compiled
+        # out[c] = sum over k of x[k, c] * y[k, ys[c]] (ys empty: y[k, c]) as numpy sums axis 1
+        # of a (1, K+1, C) array: pairwise when C == 1, else term after term
         R, C = x.shape
         if inner:
             buf = np.empty(R)
             for c in range(C):
                 col = ys[c] if ys.shape[0] > 0 else c
                 for k in range(R):
-                    buf[k] = x[k, c] * y[yi, k, col]
+                    buf[k] = x[k, c] * y[k, col]
                 out[c] = np_sum(buf, R, True)
             return
         for c in range(C):
             out[c] = 0.0
         for k in range(R):
+            xk = x[k]
+            yk = y[k]
             if ys.shape[0] > 0:
                 for c in range(C):
-                    out[c] = out[c] + x[k, c] * y[yi, k, ys[c]]
+                    out[c] = out[c] + xk[c] * yk[ys[c]]
             else:
                 for c in range(C):
-                    out[c] = out[c] + x[k, c] * y[yi, k, c]
+                    out[c] = out[c] + xk[c] * yk[c]
 
     @jit
     def eval_a(pi, sg, Jh, kap, n, K):  # pragma: no cover - compiled; series_eval, part 1
-        # every quantity is a (K+1, C) array: the loops over the C points are the inner ones
+        # each quantity is a (K+1, C) array (the loops over the points are the inner ones);
+        # returns c_l (l = 1..n-2; row 0 unused) and S before its top level
         C = pi.shape[1]
         inner = C == 1  # (1, K+1, C) summed over axis 1: the inner loop when C == 1
-        Lam = np.zeros((n, K + 1, C))
-        for i in range(1, n):
+        Lam = np.empty((max(n - 1, 1), K + 1, C))  # Lam_i, i = 1..n-2 (row 0 unused)
+        for i in range(1, n - 1):
             for j in range(K + 1):
                 kij = kap[j, i]
+                pj = pi[j]
+                lj = Lam[i, j]
                 for c in range(C):
-                    Lam[i, j, c] = kij * pi[j, c]
-        cc = np.zeros((n, K + 1, C))
+                    lj[c] = kij * pj[c]
+        cc = np.empty((max(n - 1, 1), K + 1, C))
         S = np.empty(C)
-        acc = np.empty((K + 1, C))
         out = np.empty((K + 1, C))
         tmp = np.empty(C)
         for c in range(C):
             S[c] = Jh[0, 0, sg[c]]
         for l in range(1, n - 1):
+            acc = cc[l]  # formed in place: l Lam_l + sum_i i (Lam_i * c_{l-i}), then / l
             for j in range(K + 1):
+                aj = acc[j]
+                lj = Lam[l, j]
                 for c in range(C):
-                    acc[j, c] = l * Lam[l, j, c]
+                    aj[c] = l * lj[c]
             for i in range(1, l):
                 ib = l - i
                 out[:] = 0.0
                 for j in range(i, K + 1 - ib):  # _mul(Lam[i], c[l - i], i, l - i)
+                    la = Lam[i, j]
                     for t in range(K + 1 - j - ib):
+                        o_ = out[j + ib + t]
+                        cb = cc[ib, ib + t]
                         for c in range(C):
-                            out[j + ib + t, c] += Lam[i, j, c] * cc[ib, ib + t, c]
+                            o_[c] += la[c] * cb[c]
                 for j in range(K + 1):
+                    aj = acc[j]
+                    oj = out[j]
                     for c in range(C):
-                        acc[j, c] = acc[j, c] + i * out[j, c]
+                        aj[c] = aj[c] + i * oj[c]
             for j in range(K + 1):
+                aj = acc[j]
                 for c in range(C):
-                    cc[l, j, c] = acc[j, c] / l
-            sum_k(cc[l], Jh, l, sg, tmp, inner)
+                    aj[c] = aj[c] / l
+            sum_k(cc[l], Jh[l], sg, tmp, inner)
             for c in range(C):
                 S[c] = S[c] + tmp[c]
-        return Lam, cc, S
+        return cc, S
 
     @jit
-    def eval_b(pi, sg, lm, npos, Lam, S, M, J0, beta, tcoef, n, K, gD):
+    def eval_b(pi, sg, lm, npos, kap, S, M, J0, beta, tcoef, n, K, gD):
         # pragma: no cover - compiled; series_eval, part 2 (M[i] = Ht @ c[n - 1 - i])
         C = pi.shape[1]
         inner = C == 1
@@ -403,15 +475,27 @@ def _kernels() -> dict[str, Any] | None:
         top = np.empty(C)
         tmp = np.empty(C)
         none = np.zeros(0, dtype=np.int64)
-        J0c = np.empty((1, K + 1, C))
+        La = np.empty((K + 1, C))
+        J0c = np.empty((K + 1, C))
         for k in range(K + 1):
+            J0c[k, :] = J0[k]
+        for j in range(K + 1):  # Lam_{n-1} . J0 first, then Lam_i . M_i, i = 1..n-2
+            kij = kap[j, n - 1]
+            pj = pi[j]
+            lj = La[j]
             for c in range(C):
-                J0c[0, k, c] = J0[k]
-        sum_k(Lam[n - 1], J0c, 0, none, tmp, inner)
+                lj[c] = kij * pj[c]
+        sum_k(La, J0c, none, tmp, inner)
         for c in range(C):
             top[c] = (n - 1) * tmp[c]
         for i in range(1, n - 1):
-            sum_k(Lam[i], M, i, none, tmp, inner)
+            for j in range(K + 1):
+                kij = kap[j, i]
+                pj = pi[j]
+                lj = La[j]
+                for c in range(C):
+                    lj[c] = kij * pj[c]
+            sum_k(La, M[i], none, tmp, inner)
             for c in range(C):
                 top[c] = top[c] + i * tmp[c]
         for c in range(C):
@@ -448,6 +532,8 @@ def _kernels() -> dict[str, Any] | None:
         "eval_a": eval_a,
         "eval_b": eval_b,
         "cumsum_cols": cumsum_cols,
+        "cumsum_at": cumsum_at,
+        "sum_k": sum_k,
         "np_sum": np_sum,
     }
 
@@ -608,8 +694,8 @@ def eval_row(
     k = _kernels()
     pi2 = np.ascontiguousarray(pi[0])
     sg1 = np.ascontiguousarray(sg[0], dtype=np.int64)
-    Lam, cc, S = k["eval_a"](pi2, sg1, ctx["Jh"][0], ctx["kap"], n, K)
-    M = np.zeros_like(cc)
+    cc, S = k["eval_a"](pi2, sg1, ctx["Jh"][0], ctx["kap"], n, K)
+    M = np.empty_like(cc)  # M[i] = Ht @ c[n - 1 - i], i = 1..n-2 (M[0] unused)
     Ht = ctx["Ht"]
     for i in range(1, n - 1):  # the array code's products, by numpy itself
         M[i] = np.einsum("bij,bjk->bik", Ht, cc[n - 1 - i][None])[0]
@@ -624,7 +710,7 @@ def eval_row(
         sg1,
         np.ascontiguousarray(lm[0]),
         np.ascontiguousarray(npos[0], dtype=np.int64),
-        Lam,
+        np.ascontiguousarray(ctx["kap"], dtype=np.float64),
         S,
         M,
         np.ascontiguousarray(ctx["J0"][0]),

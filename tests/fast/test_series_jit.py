@@ -197,6 +197,17 @@ def test_blocked_cumsum_bitwise(N):
     assert _same(np.ascontiguousarray(ref), _series_jit._kernels()["cumsum_cols"](x))
 
 
+@pytest.mark.parametrize("N", [1, 5, 64, 65, 2016, 4960, 64 * 64 + 1, 10626])
+def test_blocked_cumsum_at_positions_bitwise(N):
+    """The moments read the layers' blocked cumulative sums at a few positions only."""
+    rng = np.random.default_rng(N)
+    x = rng.random((4, N)) * np.exp(rng.normal(0, 6, (4, N)))
+    pos = np.unique(np.concatenate([[0, N - 1], rng.integers(0, N, 40)]))
+    out = np.empty((4, pos.size))
+    _series_jit._kernels()["cumsum_at"](x, pos, out)
+    assert _same(np.ascontiguousarray(cumsum_blocked(x, np)[:, pos]), out)
+
+
 def test_batches_keep_the_array_code(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the compiled series ran on a batch")
