@@ -40,7 +40,15 @@ import numpy as np
 
 from . import _fused
 
-__all__ = ["available", "disabled", "rows_ok", "heavy_moments_row", "setup_tail_row", "eval_row"]
+__all__ = [
+    "available",
+    "disabled",
+    "rows_ok",
+    "deltas_row",
+    "heavy_moments_row",
+    "setup_tail_row",
+    "eval_row",
+]
 
 _U = 2.0**-53
 _OFF = {"force": False}
@@ -346,6 +354,28 @@ def _kernels() -> dict[str, Any] | None:
         return J, D_J
 
     @jit
+    def pre(qtop, m, n, qL, L_eta, T, T_eta, tau, light, g0):
+        # pragma: no cover - compiled; series_setup between the light total and the moments
+        suffix = np.zeros(m + 1)  # heavy masses beyond the a largest (cumulative_sum, flipped)
+        if m > 0:
+            acc = qtop[m - 1]
+            suffix[m - 1] = acc
+            for j in range(m - 2, -1, -1):
+                acc = acc + qtop[j]
+                suffix[j] = acc
+        delta = np.empty(n)
+        for a in range(n):
+            delta[a] = suffix[a] + qL
+        rel_L = L_eta / qL if qL > 0 else 0.0
+        theta_d = 1.01 * (g0 + rel_L + T_eta / T)
+        delta_lo = np.empty(n)
+        w = 1.0 - 2.0 * theta_d
+        for a in range(n):
+            delta_lo[a] = delta[a] * w
+        tau2 = tau if light else delta_lo[n - 1]
+        return delta, theta_d, delta_lo, tau2
+
+    @jit
     def tail(J, D_J, tau, light, delta_lo, K, n, wts, lk, comb_a, rfac, factK):
         # pragma: no cover - compiled; series_setup after heavy_moments, one row
         m1 = J.shape[2]
@@ -527,6 +557,7 @@ def _kernels() -> dict[str, Any] | None:
         return Q, Bd
 
     return {
+        "pre": pre,
         "moments": moments,
         "tail": tail,
         "eval_a": eval_a,
@@ -595,6 +626,58 @@ def heavy_moments_row(
         depths,
     )
     return J[None], np.array([D_J])
+
+
+def deltas_row(
+    qtop: np.ndarray,
+    m: int,
+    n: int,
+    L: tuple[np.ndarray, np.ndarray, np.ndarray],
+    T: np.ndarray,
+    T_eta: np.ndarray,
+    tau: np.ndarray,
+    light: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""The complements of the top sets and their accuracy, one row, compiled (as
+    :func:`mdsd_ot.fast.series.series_setup` forms them):
+
+    .. math:: \delta_a = \sum_{j > a} t_j + q(L), \qquad
+              \theta_d = 1.01\,(\gamma_{m + 3n + 4} + \eta_L / q(L) + \eta_T / T), \qquad
+              \delta^{lo}_a = \delta_a (1 - 2\theta_d),
+
+    with :math:`t_1 \ge \dots \ge t_m` the heavy masses (``qtop`` (1, >= m)) summed from the
+    smallest, ``L`` = (hi, lo, eta) the light total; the scale ``tau`` becomes
+    :math:`\delta^{lo}_{n-1}` on a row without light mass (``light`` False).  Returns
+    ``(delta, theta_d, delta_lo, tau)`` as (1, n), (1,), (1, n), (1,) arrays, bit-identical to
+    the array code's.
+
+    Examples
+    --------
+    >>> L = (np.full(1, 0.25), np.zeros(1), np.zeros(1))
+    >>> one = np.ones(1)
+    >>> if available():
+    ...     d, th, dlo, tau = deltas_row(np.array([[0.5, 0.25]]), 2, 3, L, one, 0 * one,
+    ...                                  np.full(1, 0.1), np.ones(1, dtype=bool))
+    ...     print(d.tolist())
+    ... else:
+    ...     print([[1.0, 0.5, 0.25]])
+    [[1.0, 0.5, 0.25]]
+    """
+    qL = float(L[0][0] + L[1][0])
+    g0 = float(m + 3 * n + 4) * _U / (1.0 - float(m + 3 * n + 4) * _U)
+    delta, theta_d, delta_lo, tau2 = _kernels()["pre"](
+        np.ascontiguousarray(qtop[0]),
+        int(m),
+        int(n),
+        qL,
+        float(L[2][0]),
+        float(T[0]),
+        float(T_eta[0]),
+        float(tau[0]),
+        bool(light[0]),
+        g0,
+    )
+    return delta[None], np.array([theta_d]), delta_lo[None], np.array([tau2])
 
 
 @functools.cache

@@ -242,7 +242,11 @@ def series_setup(
         tau = xp.zeros_like(T)
     light = tau > 0.0
     heavy_pos = bk.sort_int(itop[:, :m]) if order is None else order(itop[:, :m])
-    qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
+    row = B == 1 and _series_jit.rows_ok(K, q)  # one numpy float64 row: the compiled route
+    if row:
+        qA = np.take(q[0], heavy_pos[0])[None, :]
+    else:
+        qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
     if inplace:
         hmask, qlight = None, bk.put(q, heavy_pos, 0.0)
     else:
@@ -252,17 +256,20 @@ def series_setup(
     # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
     # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
     L = _light_total(q, qlight, qA, (T_hi, T_lo, T_eta), xp)
-    L_hi, L_lo, L_eta = L
-    qL = L_hi + L_lo
-    suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
-    suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
-    delta = xp.stack([suffix[:, a] + qL for a in range(n)], axis=-1)  # (B, n)
-    rel_L = xp.where(qL > 0, L_eta / xp.where(qL > 0, qL, xp.ones_like(qL)), xp.zeros_like(qL))
-    theta_d = 1.01 * (gamma(float(m + 3 * n + 4)) + rel_L + T_eta / T)
-    delta_lo = delta * (1.0 - 2.0 * theta_d)[:, None]
-    # no light mass: the scale only enters the unused higher moments; tau <= d(D) for every
-    # heavy set D keeps them bounded (a scale of 1 overflowed when d(D) is near 1e-16)
-    tau = xp.where(light, tau, delta_lo[:, n - 1])
+    if row and _series_jit.rows_ok(K, *L):  # the same operations, compiled
+        delta, theta_d, delta_lo, tau = _series_jit.deltas_row(qtop, m, n, L, T, T_eta, tau, light)
+    else:
+        L_hi, L_lo, L_eta = L
+        qL = L_hi + L_lo
+        suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
+        suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
+        delta = xp.stack([suffix[:, a] + qL for a in range(n)], axis=-1)  # (B, n)
+        rel_L = xp.where(qL > 0, L_eta / xp.where(qL > 0, qL, xp.ones_like(qL)), xp.zeros_like(qL))
+        theta_d = 1.01 * (gamma(float(m + 3 * n + 4)) + rel_L + T_eta / T)
+        delta_lo = delta * (1.0 - 2.0 * theta_d)[:, None]
+        # no light mass: the scale only enters the unused higher moments; tau <= d(D) for every
+        # heavy set D keeps them bounded (a scale of 1 overflowed when d(D) is near 1e-16)
+        tau = xp.where(light, tau, delta_lo[:, n - 1])
 
     J, D_J = heavy_moments(
         qA, T, delta, qtop[:, : n - 1], theta_d, tau, K, n, xp
@@ -276,7 +283,7 @@ def series_setup(
         "qlight": qlight,
         "kap": bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n)),  # (K+1, n)
     }
-    if B == 1 and _series_jit.rows_ok(K, J, D_J, tau, delta_lo):  # one row: compiled, same bits
+    if row and _series_jit.rows_ok(K, J, D_J, tau, delta_lo):  # one row: compiled, same bits
         wts = beta_weights(n, K)
         return common | _series_jit.setup_tail_row(J, D_J, tau, light, delta_lo, wts, K, n)
     Jc = [J[:, 0]]
