@@ -256,7 +256,7 @@ def series_setup(
     # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
     # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
     L = _light_total(q, qlight, qA, (T_hi, T_lo, T_eta), xp)
-    if row and _series_jit.rows_ok(K, *L):  # the same operations, compiled
+    if row:  # the same operations, compiled
         delta, theta_d, delta_lo, tau = _series_jit.deltas_row(qtop, m, n, L, T, T_eta, tau, light)
     else:
         L_hi, L_lo, L_eta = L
@@ -283,7 +283,7 @@ def series_setup(
         "qlight": qlight,
         "kap": bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n)),  # (K+1, n)
     }
-    if row and _series_jit.rows_ok(K, J, D_J, tau, delta_lo):  # one row: compiled, same bits
+    if row:  # one row: compiled, the same bits
         wts = beta_weights(n, K)
         return common | _series_jit.setup_tail_row(J, D_J, tau, light, delta_lo, wts, K, n)
     Jc = [J[:, 0]]
