@@ -4,28 +4,34 @@ r"""The certified series of one numpy float64 row, compiled: heavy moments, setu
 whatever the batch.  For one row (B = 1) of a few heavy tokens, most of that time is numpy's
 per-call overhead (about a hundred small array operations per row, each on a few hundred
 entries).  With numba (``pip install 'mdsd-ot[jit]'``) the functions here do the same work in
-three compiled loops:
+a few compiled loops:
 
+- :func:`deltas_row` — the complements :math:`\delta_a` of the top sets, their accuracy
+  :math:`\theta_d` and the scale :math:`\tau` of :func:`mdsd_ot.fast.series.series_setup`;
 - :func:`heavy_moments_row` — :func:`mdsd_ot.fast._moments.heavy_moments`, with
   :func:`mdsd_ot.fast._moments.complement` and the blocked cumulative sums of
-  :func:`mdsd_ot.fast._dd.cumsum_blocked` (the same blocks);
+  :func:`mdsd_ot.fast._dd.cumsum_blocked` (the same blocks, read at the heavy prefixes only);
 - :func:`setup_tail_row` — the rest of :func:`mdsd_ot.fast.series.series_setup` from the
   moments: the cumulated moments :math:`\hat J`, the bound's weights and the Hankel matrix;
 - :func:`eval_row` — :func:`mdsd_ot.fast.series.series_eval` at C points, in two loops around
   the array code's own ``np.einsum`` (the products :math:`H c`: numpy's summation order there
-  depends on its SIMD build, so it is not re-implemented).
+  depends on its SIMD build, fused multiply-adds or not, so it is not re-implemented).
 
 Every quantity is formed by the same floating-point operations, in the same order, as the
 array code: elementwise formulas term by term; numpy's sums along an axis as numpy performs
-them (from 0, term after term, or numpy's pairwise blocks of eight when the summed axis is the
-innermost one of the reduction: :func:`_np_sum`); the blocked cumulative sums block by block.
-The results are therefore *bit-identical* (tested, ``tests/fast/test_series_jit.py``), and the
-rounding depths counted by the bound hold unchanged.  numba is run without ``fastmath``, so
-LLVM neither reassociates sums nor contracts products and sums into fused multiply-adds.
+them (from 0, term after term, or, when the summed axis is the inner loop of numpy's reduction,
+numpy's pairwise blocks of eight: the last axis, or the middle one of a (1, K+1, C) array with
+C = 1; ``pi`` must then be C-contiguous, as its callers form it, and the array code runs
+otherwise); the blocked cumulative sums block by block.  Only the order *across* independent
+entries changes (the loops over subsets and points are the inner ones, so that they vectorise),
+which changes no value.  The results are therefore *bit-identical* (tested,
+``tests/fast/test_series_jit.py``), and the rounding depths counted by the bound hold unchanged.
+numba runs without ``fastmath``, so LLVM neither reassociates sums nor contracts products and
+sums into fused multiply-adds.
 
 The callers use these functions only for one float64 numpy row with the kernels on
-(:func:`mdsd_ot.fast._fused.enabled`); batches, torch, rows without numba and
-``MDSD_OT_JIT=0`` keep the array code.
+(:func:`mdsd_ot.fast._fused.enabled`, not inside :func:`disabled`); batches, torch, rows
+without numba and ``MDSD_OT_JIT=0`` keep the array code.
 """
 
 from __future__ import annotations

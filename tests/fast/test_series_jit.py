@@ -163,7 +163,7 @@ def test_series_eval_bitwise(n, kind):
             assert _same(Q0, Q1) and _same(B0, B1), cols[:5]
 
 
-@pytest.mark.parametrize("n", [3, 4, 5])
+@pytest.mark.parametrize("n", [2, 3, 4, 5])  # n = 2: prefix_Q_without_n2(series=True)
 @pytest.mark.parametrize("kind", ["T=0.7", "T=1.5", "ties", "zeros", "point"])
 def test_series_bitwise_and_certified(n, kind):
     q = _row(kind, V=3000, seed=30 + n)
