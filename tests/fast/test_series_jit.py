@@ -21,6 +21,7 @@ from mdsd_ot.fast._dd import cumsum_blocked
 from mdsd_ot.synthetic import synthetic_pair
 
 pytest.importorskip("numba", reason="the jit extra (numba) is not installed")
+pytestmark = pytest.mark.skipif(not _fused.enabled(), reason="the kernels are off: MDSD_OT_JIT=0")
 
 
 def _row(kind: str, V: int = 3000, seed: int = 0) -> np.ndarray:
@@ -75,8 +76,11 @@ def _plan(n: int, V: int) -> tuple[int, int]:
     return min(m, V), K
 
 
-def test_route_is_taken():
+def test_route_is_taken(monkeypatch):
     assert _series_jit.available()
+    with monkeypatch.context() as mp:
+        mp.setenv("MDSD_OT_JIT", "0")
+        assert not _series_jit.available()
     with _series_jit.disabled():
         assert not _series_jit.available()
     with _fused.disabled():
