@@ -26,6 +26,7 @@ import numpy as np
 from array_api_compat import device
 
 from . import _backend as bk
+from . import _series_jit
 from ._dd import U, cumsum_blocked, depth_cumsum
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "beta_weights",
     "n_subsets",
     "colex",
+    "colex_tables",
     "complement",
     "heavy_moments",
 ]
@@ -112,6 +114,36 @@ def colex(m: int, n: int) -> tuple:
     return tuple(out)
 
 
+@cache
+def colex_tables(m: int, n: int) -> tuple[np.ndarray, ...]:
+    """The layers of :func:`colex` flattened for the compiled moments of one row
+    (:func:`mdsd_ot.fast._series_jit.heavy_moments_row`).
+
+    Returns (Ns, offs, sub, ranks, cols, depths): per layer a = 1..L its number of subsets N_a
+    and its offset into the next two; the subsets (row-major, N_a x a) and the ranks (a x N_a)
+    of every layer one after the other; the counts per heavy prefix (L, m + 1); the rounding
+    depths :func:`mdsd_ot.fast._dd.depth_cumsum` (N_a) of the layers' cumulative sums.
+
+    Examples
+    --------
+    >>> Ns, offs, sub, ranks, cols, depths = colex_tables(3, 3)
+    >>> Ns.tolist(), offs.tolist(), sub.tolist(), cols.tolist(), depths.tolist()
+    ([3, 3], [0, 3], [0, 1, 2, 0, 1, 0, 2, 1, 2], [[0, 1, 2, 3], [0, 0, 1, 3]], [2, 2])
+    """
+    layers = colex(m, n)
+    Ns = np.array([lay[0].shape[0] for lay in layers], dtype=np.int64)
+    sizes = np.array([lay[0].size for lay in layers], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    sub = np.concatenate([lay[0].reshape(-1) for lay in layers] or [np.zeros(0, np.int64)])
+    ranks = np.concatenate([lay[1].reshape(-1) for lay in layers] or [np.zeros(0, np.int64)])
+    cols = np.stack([lay[2] for lay in layers]) if layers else np.zeros((0, m + 1), np.int64)
+    depths = np.array([depth_cumsum(int(N)) for N in Ns], dtype=np.int64)
+    out = (Ns, offs, sub.astype(np.int64), ranks.astype(np.int64), cols.astype(np.int64), depths)
+    for x in out:
+        x.setflags(write=False)
+    return out
+
+
 def complement(delta_a: Any, top_a: Any, qs: Any, xp: Any) -> Any:
     r""":math:`d(D) = T - q(D)` for subsets D of size a, as a sum of non-negative terms.
 
@@ -139,8 +171,24 @@ def heavy_moments(
     :math:`|\theta| \le \gamma_{D_J}`.  ``theta_d`` (B,) bounds the relative error of every
     computed :math:`d(D)` (:func:`complement`, from the masses ``delta`` (B, n) outside the
     ``top`` (B, n - 1) largest masses).
+
+    One float64 numpy row with the compiled kernels on (extra ``[jit]``) runs
+    :func:`mdsd_ot.fast._series_jit.heavy_moments_row`: the same operations in the same order,
+    the same result bit for bit.
+
+    Examples
+    --------
+    >>> qA, T = np.array([[0.5, 0.3]]), np.ones(1)
+    >>> delta, top = np.array([[1.0, 0.5, 0.2]]), np.array([[0.5, 0.3]])
+    >>> J, D_J = heavy_moments(qA, T, delta, top, np.zeros(1), np.full(1, 0.1), 2, 3, np)
+    >>> J.shape, float(J[0, 0, 0, 0])  # (B, n, K+1, m+1); J_0,0 = 1/T
+    ((1, 3, 3, 3), 1.0)
     """
     B, m = qA.shape
+    if B == 1 and _series_jit.rows_ok(K, qA, T, delta, top, theta_d, tau):
+        return _series_jit.heavy_moments_row(
+            qA, T, delta, top, theta_d, tau, K, n, colex_tables(m, n)
+        )
     step = theta_d / U + 4.0  # per Taylor order: k*tau, product, sum, division (+ error of d)
     kt = [k * tau for k in range(K + 1)]  # (B,) each
     g_cols = [1.0 / T]

@@ -130,7 +130,7 @@ import numpy as np
 from array_api_compat import device, is_torch_array
 
 from . import _backend as bk
-from . import _fused
+from . import _fused, _series_jit
 from ._backend import is_numpy_array
 from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 from ._moments import beta_weights, heavy_moments, kappa_table, n_subsets
@@ -242,7 +242,11 @@ def series_setup(
         tau = xp.zeros_like(T)
     light = tau > 0.0
     heavy_pos = bk.sort_int(itop[:, :m]) if order is None else order(itop[:, :m])
-    qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
+    row = B == 1 and _series_jit.rows_ok(K, q)  # one numpy float64 row: the compiled route
+    if row:
+        qA = np.take(q[0], heavy_pos[0])[None, :]
+    else:
+        qA = q.gather(-1, heavy_pos) if is_torch_array(q) else np.take_along_axis(q, heavy_pos, -1)
     if inplace:
         hmask, qlight = None, bk.put(q, heavy_pos, 0.0)
     else:
@@ -252,21 +256,36 @@ def series_setup(
     # delta_a = d(top-a set) = light mass + heavy masses beyond the a largest, summed directly
     # (non-negative terms: relative accuracy theta_d however small, also for every d(D))
     L = _light_total(q, qlight, qA, (T_hi, T_lo, T_eta), xp)
-    L_hi, L_lo, L_eta = L
-    qL = L_hi + L_lo
-    suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
-    suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
-    delta = xp.stack([suffix[:, a] + qL for a in range(n)], axis=-1)  # (B, n)
-    rel_L = xp.where(qL > 0, L_eta / xp.where(qL > 0, qL, xp.ones_like(qL)), xp.zeros_like(qL))
-    theta_d = 1.01 * (gamma(float(m + 3 * n + 4)) + rel_L + T_eta / T)
-    delta_lo = delta * (1.0 - 2.0 * theta_d)[:, None]
-    # no light mass: the scale only enters the unused higher moments; tau <= d(D) for every
-    # heavy set D keeps them bounded (a scale of 1 overflowed when d(D) is near 1e-16)
-    tau = xp.where(light, tau, delta_lo[:, n - 1])
+    if row:  # the same operations, compiled
+        delta, theta_d, delta_lo, tau = _series_jit.deltas_row(qtop, m, n, L, T, T_eta, tau, light)
+    else:
+        L_hi, L_lo, L_eta = L
+        qL = L_hi + L_lo
+        suffix = xp.flip(xp.cumulative_sum(xp.flip(qtop[:, :m], axis=-1), axis=-1), axis=-1)
+        suffix = xp.concat([suffix, xp.zeros_like(suffix[:, :1])], axis=-1)  # (B, m + 1)
+        delta = xp.stack([suffix[:, a] + qL for a in range(n)], axis=-1)  # (B, n)
+        rel_L = xp.where(qL > 0, L_eta / xp.where(qL > 0, qL, xp.ones_like(qL)), xp.zeros_like(qL))
+        theta_d = 1.01 * (gamma(float(m + 3 * n + 4)) + rel_L + T_eta / T)
+        delta_lo = delta * (1.0 - 2.0 * theta_d)[:, None]
+        # no light mass: the scale only enters the unused higher moments; tau <= d(D) for every
+        # heavy set D keeps them bounded (a scale of 1 overflowed when d(D) is near 1e-16)
+        tau = xp.where(light, tau, delta_lo[:, n - 1])
 
     J, D_J = heavy_moments(
         qA, T, delta, qtop[:, : n - 1], theta_d, tau, K, n, xp
     )  # (B, n, K+1, m+1)
+    common = {
+        "n": n,
+        "K": K,
+        "tau": tau,
+        "heavy": heavy_pos,
+        "hmask": hmask,
+        "qlight": qlight,
+        "kap": bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n)),  # (K+1, n)
+    }
+    if row:  # one row: compiled, the same bits
+        wts = beta_weights(n, K)
+        return common | _series_jit.setup_tail_row(J, D_J, tau, light, delta_lo, wts, K, n)
     Jc = [J[:, 0]]
     for a in range(1, n):
         Jc.append(Jc[-1] + J[:, a])
@@ -292,17 +311,10 @@ def series_setup(
     J0 = Jh[:, n - 1, :, 0]  # (B, K+1)
     hank = bk.const(q, ("hankel", K), lambda: np.add.outer(np.arange(K + 1), np.arange(K + 1)))
     J0p = xp.concat([J0, xp.zeros_like(J0)], axis=-1)
-    return {
-        "n": n,
-        "K": K,
-        "tau": tau,
-        "heavy": heavy_pos,
-        "hmask": hmask,
-        "qlight": qlight,
+    return common | {
         "Jh": Jh,
         "J0": J0,
         "Ht": xp.reshape(xp.take(J0p, xp.reshape(hank, (-1,)), axis=1), (B, K + 1, K + 1)),
-        "kap": bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n)),  # (K+1, n)
         "beta": xp.stack(beta, axis=1) * scale,
         "tcoef": xp.stack(tcoef, axis=1) * scale,
         "D_J": D_J,
@@ -336,6 +348,10 @@ def series_eval(
     Jh, J0, Ht, kap, beta, tcoef = (ctx[k] for k in ("Jh", "J0", "Ht", "kap", "beta", "tcoef"))
     D_Lam = (2 * K - 1) + D_cum + 2
     D_arith = (n - 1) * (K + n + 4) + 2 * (K + 2) + 3 * n + 10
+    # one row: compiled, the same bits (numpy's order of the sums over k follows the layout of
+    # pi: the kernels follow a C-contiguous one, as the callers form it)
+    if _series_jit.rows_ok(K, pi, lm, Jh) and pi.flags.c_contiguous:
+        return _series_jit.eval_row(ctx, pi, sg, lm, npos, D_cum, D_Lam, D_arith)
     gD = gamma(1.25 * (D_cum + 1 + ctx["D_J"] + (n - 1) * D_Lam + D_arith) + 20)[:, None]
     Lam = [None] + [kap[:, i][None, :, None] * pi for i in range(1, n)]
     c = [None] * n
