@@ -16,6 +16,7 @@ from fractions import Fraction as Fr
 import numpy as np
 import pytest
 
+from mdsd_ot.drafts.conditional_poisson import elementary_symmetric
 from mdsd_ot.fast._fused import disabled
 from mdsd_ot.synthetic import synthetic_pair
 from mdsd_ot.verifiers.chain import _cutjit, build_plan, cutlaw, pieces, relabel
@@ -186,11 +187,7 @@ def test_fifo_pairs_and_pair_masses_match(V):
 
 
 def _e(vals: list[Fr], m: int) -> Fr:
-    e = [Fr(1)] + [Fr(0)] * m
-    for v in vals:
-        for j in range(m, 0, -1):
-            e[j] += v * e[j - 1]
-    return e[m]
+    return elementary_symmetric(vals, m, Fr(1))[m]
 
 
 def _exact_cp_law(q: np.ndarray, n: int, kern: pieces.PieceKernel) -> list[Fr]:
