@@ -233,7 +233,7 @@ def verifier_rows(device, timer, Bs, R, log, results) -> None:
     """5. The optimal verifier for i.i.d. drafts on the device (``verify_rows``, issue 11):
     its α* against numpy's fast solver (1e-12) and the acceptance of 2 x 10^5 verified tuples
     within 4 standard errors of α*, then the time per call over ``torch.sort`` of the keys."""
-    from mdsd_ot.verifiers.chain.batched import relabel_rows, verify_rows
+    from mdsd_ot.verifiers.chain.batched import relabel_rows, sample_relabel_rows, verify_rows
 
     log("\n5. optimal verifier, i.i.d. drafts n = 2 (verify_rows), float64 on the device")
     Pn, Qn = synthetic_batch(4, 152_064, 1.0, 11)
@@ -250,6 +250,17 @@ def verifier_rows(device, timer, Bs, R, log, results) -> None:
     a_hat = acc.double().mean(dim=1).cpu().numpy()
     z = np.max(np.abs(a_hat - ref) / np.sqrt(ref * (1 - ref) / N))
     log(f"  acceptance of {N:,} tuples per row vs alpha*: max |z| {z:.2f} (must be <= 4)")
+    if device.type == "cuda":  # the plans and the draws themselves: no host synchronisation
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                sample_relabel_rows(relabel_rows(P, Q, 2), t.reshape(4, N, 2), g)
+            log(
+                f"  host synchronisations of relabel_rows + sample_relabel_rows: {len(w)} (0 expected)"
+            )
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
     Pn, Qn = synthetic_batch(max(Bs), 152_064, 1.0, 3)
     for B in Bs:
         P = torch.from_numpy(Pn[:B]).to(device)

@@ -85,7 +85,7 @@ class RowPlans:
         chain: entry ``r`` belongs to slot ``V - 1 - r`` (slots of q = 0 hold empty intervals).
     alpha : (B,)
         :math:`\sum s = \alpha^*` of each row (up to rounding).
-    law_error : (B,) ndarray
+    law_error : (B,) array
         A-priori bound on the total-variation distance of each row's output law from p
         (:func:`law_error_bound`; divided by :math:`2e_2` for ``cp2``).
     c : (B, V)
@@ -105,7 +105,7 @@ class RowPlans:
     s: Any
     cum: Any
     alpha: Any
-    law_error: np.ndarray
+    law_error: Any
     two_e2: Any = None
     c: Any = None
 
@@ -202,21 +202,11 @@ def relabel_rows(P: Any, Q: Any, n: int) -> RowPlans:
     c = xp.cumulative_sum(qs, axis=-1)
     d = _rates(c, c - qs, n)
     Qn = c * c if n == 2 else c**n
-    F = xp.cumulative_sum(ps, axis=-1) - Qn  # F at prefixes 1..V (F_0 = 0)
-    zero = bk.zeros(xp, (B, 1), Q)
-    S = _flip(bk.cummin(_flip(F)))  # S_k = min over prefixes k..V (prefixes 1..V)
-    S_next = xp.concat([S[:, 1:], zero], axis=-1)  # min over prefixes k+1..V; F_V is 0 there
-    E = xp.maximum(F - S_next, zero)  # E at prefixes 1..V; E_V = 0 below
-    E = xp.concat([E[:, :-1], zero], axis=-1)
-    E_prev = xp.concat([xp.maximum(-S[:, :1], zero), E[:, :-1]], axis=-1)  # E_0 = max(0, -S_1)
-    dE = E - E_prev
     D = qs * d
-    s = xp.minimum(xp.maximum(D + dE, zero), ps)
+    s, dE, alpha = _sublaw(ps, xp.cumulative_sum(ps, axis=-1) - Qn, D)
     cum = _intervals(dE, qs > 0)
-    min_F = xp.minimum(S[:, 0], zero[:, 0])
-    alpha = xp.minimum(1.0 + min_F, zero[:, 0] + 1.0)
     rank = _ranks(order)
-    err = np.full(B, law_error_bound(n, V))
+    err = xp.full((B,), law_error_bound(n, V), dtype=qs.dtype, device=_dev(qs))
     return RowPlans(n, order, rank, ps, qs, d, s, cum, alpha, err, None, c)
 
 
@@ -264,13 +254,7 @@ def cp2_rows(P: Any, Q: Any) -> RowPlans:
     w = (c - qs) * qs  # e_2 increments q_k c_{k-1} >= 0
     e2 = xp.sum(w, axis=-1)
     D = w / e2[:, None]
-    F = xp.cumulative_sum(ps, axis=-1) - xp.cumulative_sum(D, axis=-1)
-    zero = bk.zeros(xp, (B, 1), Q)
-    S = _flip(bk.cummin(_flip(F)))
-    S_next = xp.concat([S[:, 1:], zero], axis=-1)
-    E = xp.concat([xp.maximum(F - S_next, zero)[:, :-1], zero], axis=-1)
-    E_prev = xp.concat([xp.maximum(-S[:, :1], zero), E[:, :-1]], axis=-1)
-    s = xp.minimum(xp.maximum(D + (E - E_prev), zero), ps)
+    s, _, alpha = _sublaw(ps, xp.cumulative_sum(ps, axis=-1) - xp.cumulative_sum(D, axis=-1), D)
     two_e2 = 2.0 * e2
     live = qs > 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -281,10 +265,28 @@ def cp2_rows(P: Any, Q: Any) -> RowPlans:
     gap = s - 2.0 * qs * (c - qs) / two_e2[:, None]  # s - D_CP in the new order
     cum = _intervals(gap, qs > 0, two_e2)
     d = c + (c - qs)  # i.i.d. slot rates, n = 2
-    min_F = xp.minimum(S[:, 0], zero[:, 0])
-    alpha = xp.minimum(1.0 + min_F, zero[:, 0] + 1.0)
-    err = law_error_bound(2, V) / np.asarray(bk.to_host(two_e2)[0], dtype=np.float64)
+    err = law_error_bound(2, V) / two_e2  # on the device: no host synchronisation
     return RowPlans(2, order, _ranks(order), ps, qs, d, s, cum, alpha, err, two_e2, c)
+
+
+def _sublaw(ps: Any, F: Any, D: Any) -> tuple[Any, Any, Any]:
+    r"""The optimal sub-law of Theorem 1 from F = P - Q on the prefixes 1..V (:math:`F_0 = 0`)
+    and the deterministic rule's law D: ``(s, dE, alpha)``.
+
+    :math:`E_j = \max(0, F_j - \min_{i > j} F_i)` (:math:`E_V = 0`), :math:`dE_k = E_{k+1} -
+    E_k`, :math:`s = \min(\max(D + dE, 0), p)` and :math:`\alpha^* = \min(1, 1 + \min_j F_j)`:
+    the operations of ``plan._transfer`` and ``plan._sublaw``, on (B, V) rows.
+    """
+    xp = bk.namespace(F)
+    zero = xp.zeros_like(F[:, :1])
+    S = _flip(bk.cummin(_flip(F)))  # S_k = min over prefixes k..V (prefixes 1..V)
+    S_next = xp.concat([S[:, 1:], zero], axis=-1)  # min over prefixes k+1..V; F_V is 0 there
+    E = xp.concat([xp.maximum(F - S_next, zero)[:, :-1], zero], axis=-1)  # prefixes 1..V
+    E_prev = xp.concat([xp.maximum(-S[:, :1], zero), E[:, :-1]], axis=-1)  # E_0 = max(0, -S_1)
+    dE = E - E_prev
+    s = xp.minimum(xp.maximum(D + dE, zero), ps)
+    alpha = xp.minimum(1.0 + xp.minimum(S[:, 0], zero[:, 0]), zero[:, 0] + 1.0)
+    return s, dE, alpha
 
 
 def _uniforms(rng: Any, shape: tuple[int, ...], like: Any) -> Any:
