@@ -80,14 +80,27 @@ def one_row(x: Any) -> bool:
 
 
 @contextlib.contextmanager
-def disabled() -> Iterator[None]:
-    """Run the block on the numpy route (tests compare both routes)."""
-    before = _OFF["force"]
-    _OFF["force"] = True
+def forced_off(state: dict[str, bool]) -> Iterator[None]:
+    """Set ``state["force"]`` for the block, then restore it (the switches of the compiled
+    routes: :func:`disabled` here, :func:`mdsd_ot.fast._series_jit.disabled`)."""
+    before = state["force"]
+    state["force"] = True
     try:
         yield
     finally:
-        _OFF["force"] = before
+        state["force"] = before
+
+
+def disabled() -> contextlib.AbstractContextManager[None]:
+    """Run the block on the numpy route (tests compare both routes).
+
+    Examples
+    --------
+    >>> with disabled():
+    ...     enabled()
+    False
+    """
+    return forced_off(_OFF)
 
 
 @functools.cache

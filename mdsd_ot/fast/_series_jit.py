@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -73,16 +72,10 @@ def available() -> bool:
     return not _OFF["force"] and _fused.enabled() and _kernels() is not None
 
 
-@contextlib.contextmanager
-def disabled() -> Iterator[None]:
+def disabled() -> contextlib.AbstractContextManager[None]:
     """Run the block with the series' array code, the other fused kernels still on (the tests
     compare the two routes of the series on the same inputs, bit for bit)."""
-    before = _OFF["force"]
-    _OFF["force"] = True
-    try:
-        yield
-    finally:
-        _OFF["force"] = before
+    return _fused.forced_off(_OFF)
 
 
 def rows_ok(K: int, *xs: Any) -> bool:
