@@ -127,26 +127,65 @@ def logconvex_identity(max_k: int = 3) -> int:
     return max_k
 
 
+def _clock_paths(items: list[frozenset[int]], n: int, gens: list[Any], one: Any) -> list[Any]:
+    """Every ordered draw of n distinct items as (product of the drawn masses, the sets of
+    masses still in the urn before each draw); an item is a set of indices into ``gens``."""
+    full = frozenset().union(*items)
+    out = []
+    for path in itertools.permutations(range(len(items)), n):
+        left, rems, num = full, [], one
+        for i in path:
+            rems.append(left)
+            num *= sum((gens[j] for j in items[i]), 0 * one)
+            left = left - items[i]
+        out.append((num, rems))
+    return out
+
+
 def splitting_certificate(max_m: int = 1) -> int:
-    r"""Lemma C symbolically: :math:`Q_n(h \cup \{a,b\}; \rho) - Q_n(h \cup \{a+b\}; \rho)`
-    written as one fraction has numerator and denominator with all coefficients of one sign in
-    the free positive masses (h, a, b, ρ), so it is ≥ 0; every :math:`|h| \le` ``max_m``,
-    n = 1..|h|+3.  Returns the number of certified cases."""
-    hs = sp.symbols(f"h0:{max_m}", positive=True)
-    a, b, rho = sp.symbols("a b rho", positive=True)
+    r"""Lemma C symbolically: :math:`Q_n(h \cup \{a,b\}; \rho) - Q_n(h \cup \{a+b\}; \rho) = N/D`
+    has :math:`D > 0` and every coefficient of N of the sign that makes it ≥ 0, in the free
+    positive masses (h, a, b, ρ); every :math:`|h| \le` ``max_m``, n = 1..|h|+3.
+
+    D is the product of every distinct clock denominator :math:`\rho + c` of either side, a sum
+    of free masses, so D has positive coefficients.  N is formed exactly in a polynomial ring,
+    with no gcd and no factoring (multivariate factoring made the run time erratic): a draw
+    :math:`i_1 \dots i_n` contributes :math:`\pm\prod_j h_{i_j}` times the forms of D that
+    its own denominators leave out.  N/D is also compared with :func:`q_inside` at a rational
+    point.  Returns the number of certified cases."""
+    names = [f"h{i}" for i in range(max_m)] + ["a", "b", "rho"]
+    ring, *gens = sp.ring(names, sp.QQ)
+    ia, ib, ir = max_m, max_m + 1, max_m + 2
+    point = [sp.QQ(k + 2, 3 * k + 7) for k in range(len(names))]
+    exact = [Fraction(k + 2, 3 * k + 7) for k in range(len(names))]
     count = 0
     for m in range(max_m + 1):
-        h = list(hs[:m])
+        singles = [frozenset([i]) for i in range(m)]
+        split = [*singles, frozenset([ia]), frozenset([ib])]
+        merged = [*singles, frozenset([ia, ib])]
         for n in range(1, m + 4):
-            diff = sp.together(q_inside(h + [a, b], rho, n) - q_inside(h + [a + b], rho, n))
-            num, den = sp.fraction(sp.factor(diff))
-            gens = [*h, a, b, rho]
-            cn = sp.Poly(sp.expand(num), *gens).coeffs() if num != 0 else []
-            cd = sp.Poly(sp.expand(den), *gens).coeffs()
-            same = all(c >= 0 for c in cn) or all(c <= 0 for c in cn)
-            sign_ok = all(c > 0 for c in cd) or all(c < 0 for c in cd)
-            pos = not cn or (cn[0] > 0) == (cd[0] > 0)
-            assert same and sign_ok and pos, (m, n, num, den)
+            sides = [_clock_paths(s, n, gens, ring.one) for s in (split, merged)]
+            forms = sorted({r for side in sides for _, rems in side for r in rems}, key=sorted)
+            form = {f: sum((gens[j] for j in f), gens[ir]) for f in forms}
+            den = ring.one
+            for f in forms:
+                den *= form[f]
+            num = ring.zero
+            for sign, side in zip((1, -1), sides, strict=True):
+                for term, rems in side:
+                    for f in forms:
+                        if f not in rems:
+                            term *= form[f]
+                    num += sign * term
+            assert all(c > 0 for c in den.coeffs()), (m, n)
+            assert all(c >= 0 for c in num.coeffs()), (m, n)
+            at = list(zip(gens, point, strict=True))
+            got = Fraction(str(num.evaluate(at) if num else 0)) / Fraction(str(den.evaluate(at)))
+            hv = exact[:m]
+            want = q_inside([*hv, exact[ia], exact[ib]], exact[ir], n) - q_inside(
+                [*hv, exact[ia] + exact[ib]], exact[ir], n
+            )
+            assert got == want, (m, n, got, want)
             count += 1
     return count
 
