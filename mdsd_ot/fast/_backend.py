@@ -256,11 +256,14 @@ def const(like: Any, key: tuple, build: Any) -> Any:
     return out
 
 
-def topk(q: Any, k: int) -> tuple[Any, Any]:
+def topk(q: Any, k: int, qmax: Any = None) -> tuple[Any, Any]:
     """Values (descending) and indices of the k largest entries of each row of a (B, V) array.
 
     Ties are broken towards the smaller index for numpy; torch breaks them its own way (any
-    choice of the heavy set among equal masses gives the same Q, up to rounding).
+    choice of the heavy set among equal masses gives the same Q, up to rounding).  ``qmax``:
+    one numpy row's block maxima from the fused bucketing pass
+    (:func:`mdsd_ot.fast._fused.bucket_front`), so the compiled pass reads only the blocks
+    that can hold one of the k largest.
     """
     if is_torch_array(q):
         import torch
@@ -269,8 +272,8 @@ def topk(q: Any, k: int) -> tuple[Any, Any]:
         return vals, idx
     V = q.shape[-1]
     compiled = q.shape[0] == 1 and q.dtype == np.float64 and _fused.enabled()
-    if k < V and compiled and k > 3:
-        vals, idx = _fused.top_k(q[0], k)  # one compiled pass, the same order
+    if k < V and compiled and (k > 3 or qmax is not None):
+        vals, idx = _fused.top_k(q[0], k, qmax)  # one compiled pass, the same order
         return vals[None, :], idx[None, :]
     if k <= 8 and k < V and q.shape[0] == 1:  # a few argmax passes beat a partition
         return _topk_small(q[0], k)

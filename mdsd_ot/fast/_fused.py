@@ -122,6 +122,23 @@ def jit_decorator() -> Any:
     return jit
 
 
+#: Block length of the front pass (its block maxima of q, :func:`bucket_front`).
+BLOCK = 1024
+
+_NO_BLOCKS = np.zeros(0, dtype=np.int64)
+
+
+def block_count(V: int) -> int:
+    """Entries of the block maxima of a row of V tokens (:func:`bucket_front`'s ``qmax``).
+
+    Examples
+    --------
+    >>> block_count(1024), block_count(1025)
+    (1, 2)
+    """
+    return -(-int(V) // BLOCK)
+
+
 @functools.cache
 def _kernels() -> dict[str, Any] | None:
     """The compiled kernels (:mod:`mdsd_ot.fast._fused_nb`, compiled or loaded from numba's
@@ -137,6 +154,7 @@ def _kernels() -> dict[str, Any] | None:
         "gather": nb.gather,
         "top": nb.top,
         "top_small": nb.top_small,
+        "top_blocks": nb.top_blocks,
         "sum2": nb.sum2,
         "bounds": nb.bounds,
     }
@@ -150,6 +168,7 @@ def bucket_front(
     outside: float = 1.0,
     dense: float = 1.0,
     with_stats: bool = False,
+    qmax: np.ndarray | None = None,
 ):
     r"""One float64 row's buckets and histograms: ``(ids, id0, Hp, Hq, Hn)``, or None.
 
@@ -167,7 +186,9 @@ def bucket_front(
     With ``with_stats``, a sixth entry holds what the input validation needs, from the same
     pass: ``(sum p, sum q, p has a sign bit set, q has one, number of positive q)`` (the sums
     are those of the histograms, so a NaN or an infinity makes one non-finite; a negative
-    entry, or -0.0, sets the sign bit).
+    entry, or -0.0, sets the sign bit).  ``qmax``, an int64 array of :func:`block_count` (V)
+    entries, receives the largest q of each block of :data:`BLOCK` entries (its bits as int64),
+    for :func:`top_k`.
 
     Examples
     --------
@@ -185,8 +206,12 @@ def bucket_front(
     base = ((1023 - half_window) << sub_bits) - 1  # bucket 1 starts at 2^-half_window
     top = (2 * half_window << sub_bits) + 1
     stats = np.zeros(3, dtype=np.int64)
+    if qmax is None:
+        qmax = _NO_BLOCKS
+    elif qmax.shape != (block_count(V),) or qmax.dtype != np.int64:
+        raise ValueError(f"qmax: an int64 array of block_count(V) = {block_count(V)} entries")
     lo, hp, hq, hn = _kernels()["front"](
-        p, q, 52 - sub_bits, base, top, int(outside * V), dense * V, ids, stats
+        p, q, 52 - sub_bits, base, top, int(outside * V), dense * V, ids, stats, qmax
     )
     if lo < 0:
         return None
@@ -257,9 +282,12 @@ def collect(ids: np.ndarray, lo: int, hi: int, capacity: int) -> np.ndarray:
     return idx
 
 
-def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_k(row: np.ndarray, k: int, qmax: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The k largest entries of one float64 row (no NaN) and their positions, larger value
     first, then smaller index (as :func:`mdsd_ot.fast._backend.topk` orders them), in one pass.
+
+    ``qmax``: the row's block maxima from :func:`bucket_front` (k <= 16, entries >= 0 once k
+    are held); then a block whose maximum does not beat the k-th is not read at all.
 
     For k <= 16 the k largest are kept as a sorted list (blocks of 256 entries whose maximum
     does not beat the k-th are skipped after one vectorised pass); for larger k, entries above
@@ -277,6 +305,8 @@ def top_k(row: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if k <= 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
     row = np.ascontiguousarray(row, dtype=np.float64)
+    if k <= 16 and qmax is not None and qmax.shape == (block_count(row.shape[0]),):
+        return _kernels()["top_blocks"](row, int(k), qmax)
     if k <= 16:  # a sorted list of k, blocks that cannot enter skipped
         return _kernels()["top_small"](row, int(k))
     return _kernels()["top"](row, int(k))

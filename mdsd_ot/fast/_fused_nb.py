@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._fused import jit_decorator
+from ._fused import BLOCK, jit_decorator
 
 jit = jit_decorator()
 
-S = 1024  # block of the vectorised loops: a small scratch, no V-size temporary
+S = BLOCK  # block of the vectorised loops: a small scratch, no V-size temporary
 
 
 @jit
-def front(p, q, shift, base, top, outside_max, dense_max, ids, stats):  # pragma: no cover
+def front(p, q, shift, base, top, outside_max, dense_max, ids, stats, qmax):  # pragma: no cover
     # stats (out): the smallest p and q read as int64 (negative: a sign bit is set) and
-    # the number of q > 0 (positive bits), integer reductions that vectorise (validation)
+    # the number of q > 0 (positive bits), integer reductions that vectorise (validation);
+    # qmax (out, when it has V // S + 1 entries): the largest q of each block of S, as int64
     V = p.shape[0]
     pb = p.view(np.int64)
     qb = q.view(np.int64)
@@ -40,10 +41,14 @@ def front(p, q, shift, base, top, outside_max, dense_max, ids, stats):  # pragma
         ps, qs, out = p[s : s + m], q[s : s + m], ids[s : s + m]
         for i in range(m):
             key[i] = abs(ps[i] / qs[i])
+        bm = np.int64(-1) << 63
         for i in range(s, s + m):
             mp = min(mp, pb[i])
             mq = min(mq, qb[i])
+            bm = max(bm, qb[i])
             npos += qb[i] > 0
+        if qmax.shape[0] > s // S:
+            qmax[s // S] = bm
         for i in range(m):
             k = kb[i]
             j = (k >> shift) - base
@@ -171,6 +176,26 @@ def top(row, k):  # pragma: no cover - compiled
 
 
 @jit
+def _top_insert(row, s, e, tv, ti, nt, kth, k):  # pragma: no cover - compiled
+    # entries s..e-1 into the sorted list (tv, ti) of the nt <= k largest (value descending,
+    # then index); returns the new (nt, k-th value)
+    for i in range(s, e):
+        x = row[i]
+        if nt < k or x > kth:  # an equal later value loses the tie
+            j = min(nt, k - 1)
+            while j > 0 and tv[j - 1] < x:
+                tv[j] = tv[j - 1]
+                ti[j] = ti[j - 1]
+                j -= 1
+            tv[j] = x
+            ti[j] = i
+            nt = min(nt + 1, k)
+            if nt == k:
+                kth = tv[k - 1]
+    return nt, kth
+
+
+@jit
 def top_small(row, k):  # pragma: no cover - compiled
     # insertion into a sorted list of the k largest (value descending, then index): a block
     # whose maximum does not beat the k-th is skipped after one vectorised pass
@@ -189,19 +214,25 @@ def top_small(row, k):  # pragma: no cover - compiled
                 mb = max(mb, bits[i])
             if mb <= kb:
                 continue
-        for i in range(s, e):
-            x = row[i]
-            if nt < k or x > kth:  # an equal later value loses the tie
-                j = min(nt, k - 1)
-                while j > 0 and tv[j - 1] < x:
-                    tv[j] = tv[j - 1]
-                    ti[j] = ti[j - 1]
-                    j -= 1
-                tv[j] = x
-                ti[j] = i
-                nt = min(nt + 1, k)
-                if nt == k:
-                    kth = tv[k - 1]
+        nt, kth = _top_insert(row, s, e, tv, ti, nt, kth, k)
+    return tv[:nt].copy(), ti[:nt].copy()
+
+
+@jit
+def top_blocks(row, k, qmax):  # pragma: no cover - compiled
+    # top_small with the block maxima known (front's qmax, blocks of S): a block whose
+    # maximum does not beat the k-th is skipped without reading it
+    tv = np.empty(k, dtype=np.float64)
+    ti = np.empty(k, dtype=np.int64)
+    nt = 0
+    kth = -np.inf
+    V = row.shape[0]
+    for s in range(0, V, S):
+        if nt == k and kth >= 0.0:
+            kb = np.int64(tv[k - 1 : k].view(np.int64)[0])
+            if qmax[s // S] <= kb:
+                continue
+        nt, kth = _top_insert(row, s, min(s + S, V), tv, ti, nt, kth, k)
     return tv[:nt].copy(), ti[:nt].copy()
 
 

@@ -192,7 +192,7 @@ def _solve_fused_row(p, q, sp, sq, law: Chain, shared: dict[str, Any], return_se
     The error bound is the law's (conditional Poisson: :math:`\gamma_D \kappa` with the depth
     D taken at its largest, every token and bucket; 0 otherwise), tripled, plus :data:`TOL`,
     as the array code reports it."""
-    ctx = law.setup(p, q, sq, np)
+    ctx = law.setup(p, q, sq, np, shared.get("qmax"))
     ids, NB = shared["ids"], shared["NB"]
     hists = law.histograms(ids, q, ctx, NB, shared.get("Hq"))
     err, Nt = 0.0, 1.0
@@ -313,13 +313,15 @@ def _shared_fused(
     ``sub_bits``: buckets per octave as 2**sub_bits (default :data:`FUSED_SUB_BITS`; a law's
     ``fused_sub_bits``, :mod:`mdsd_ot.fast.chain`)."""
     sub_bits = FUSED_SUB_BITS if sub_bits is None else int(sub_bits)
+    qmax = np.empty(_fused.block_count(p.shape[-1]), dtype=np.int64)
     front = _fused.bucket_front(
-        p[0], q[0], sub_bits, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE, with_stats=True
+        p[0], q[0], sub_bits, FUSED_HALF_WINDOW, FUSED_OUTSIDE, FUSED_DENSE, True, qmax
     )
     if front is None:
         return None, None
     ids, id0, Hp, Hq, Hn, stats = front
     out = {"ids": ids[None, :], "NB": Hp.size, "Hp": Hp[None, :], "Hq": Hq[None, :]}
+    out["qmax"] = qmax  # q's block maxima, for the heavy tokens (Chain.setup)
     out.update(Hn=Hn[None, :], Hs=Hn[None, :], stride=1, id0=id0, one_ratio=False)
     out.update(sub_bits=sub_bits, half_window=FUSED_HALF_WINDOW, window=True)
     if Hp.size > FUSED_MAX_BUCKETS:  # ratios spread wide: coarser buckets, a bounded phase 1

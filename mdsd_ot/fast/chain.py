@@ -70,9 +70,10 @@ def _heavy_in_chain_order(idx: Any, p: Any, q: Any, ctx: dict[str, Any]) -> Any:
     return bk.take_rows(idx, order)
 
 
-def _top(q: Any, h: int) -> tuple[Any, Any]:
-    """The h + 1 largest masses and indices per row (fewer when V <= h)."""
-    return bk.topk(q, min(h + 1, q.shape[-1]))
+def _top(q: Any, h: int, qmax: Any = None) -> tuple[Any, Any]:
+    """The h + 1 largest masses and indices per row (fewer when V <= h); ``qmax`` as in
+    :meth:`Chain.setup`."""
+    return bk.topk(q, min(h + 1, q.shape[-1]), qmax)
 
 
 def ctx_sq(sq: Any, xp: Any) -> Any:
@@ -129,9 +130,12 @@ class Chain:
     def __init__(self, n: int):
         self.n = n
 
-    def setup(self, p: Any, q: Any, sq: Any, xp: Any) -> dict[str, Any]:
+    def setup(self, p: Any, q: Any, sq: Any, xp: Any, qmax: Any = None) -> dict[str, Any]:
         """Per-row constants: ``heavy`` (B, h) in chain order, ``hq`` their normalised masses,
-        ``scale`` (B,) with :math:`q_{light}(H)/\\sum q = \\text{scale} \\cdot \\Lambda_0(H)`."""
+        ``scale`` (B,) with :math:`q_{light}(H)/\\sum q = \\text{scale} \\cdot \\Lambda_0(H)`.
+        ``qmax``: the block maxima of q from the fused bucketing pass of this one numpy row
+        (:func:`mdsd_ot.fast._fused.bucket_front`), which spare a read of q when the heavy
+        tokens are found; None otherwise."""
         B = q.shape[0]
         empty = xp.zeros((B, 0), dtype=xp.int64, device=getattr(q, "device", None))
         hq = xp.zeros((B, 0), dtype=q.dtype)
@@ -175,7 +179,7 @@ class Without2(Chain):
     kernel = "without"
     fused_sub_bits = 6
 
-    def setup(self, p, q, sq, xp):
+    def setup(self, p, q, sq, xp, qmax=None):
         a = xp.argmax(q, axis=-1)[:, None]
         hq = bk.take_rows(q, a) / sq[:, None]
         return {"heavy": a, "hq": hq, "scale": 1.0 / sq, "sq": sq, "heavy_ties": False}
@@ -211,9 +215,9 @@ class ConditionalPoisson(Chain):
     dense_fraction = 0.25  # its survivors cost the most per token (Newton at every point)
     fused_sub_bits = 6
 
-    def setup(self, p, q, sq, xp):
+    def setup(self, p, q, sq, xp, qmax=None):
         if isinstance(q, np.ndarray) and q.shape[0] == 1:
-            return self._setup_row(p, q, sq)
+            return self._setup_row(p, q, sq, qmax)
         n = self.n
         h = min(n, q.shape[-1])
         vals, idx = _top(q, h)
@@ -233,12 +237,12 @@ class ConditionalPoisson(Chain):
         ctx.update(heavy=heavy, hq=hq, tau=tau, scale=tau / sq, EA=xp.stack(E, axis=1))
         return ctx  # EA: (B, h + 1, n + 1)
 
-    def _setup_row(self, p, q, sq):
+    def _setup_row(self, p, q, sq, qmax=None):
         """:meth:`setup` of one numpy row in Python scalars (the same operations on the h + 1
         largest masses; numpy's per-call cost dominates arrays of a few entries)."""
         n = self.n
         h = min(n, q.shape[-1])
-        vals, idx = _top(q, h)
+        vals, idx = _top(q, h, qmax)
         v, ix = vals[0].tolist(), idx[0].tolist()
         t = v[h] if len(v) > h else 0.0
         tau = t if t > 0 else 1.0  # no light mass: stats are all 0
@@ -307,6 +311,10 @@ class ConditionalPoisson(Chain):
 
     def _totals(self, ctx, depth, xp):
         """e_n of the whole row and the error bound (cached per call of the driver)."""
+        EA = ctx["EA"]
+        if "Nt" not in ctx and isinstance(EA, np.ndarray) and EA.shape[0] == 1:
+            if EA.dtype == np.float64:  # one float64 row: Python floats, the same bits
+                self._totals_row(ctx)
         if "Nt" not in ctx:
             n, Ah = self.n, ctx["EA"][:, -1, :]  # (B, n+1): every heavy token
             Lt = [x[:, None] for x in ctx["L_total"]]
@@ -318,6 +326,19 @@ class ConditionalPoisson(Chain):
             ctx["Nt"] = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
             ctx["kappa"] = xp.where(ok, kappa, xp.full_like(kappa, math.inf))[:, 0]
         return ctx["Nt"], gamma(float(depth + 8 * self.n + 8)) * 1.01 * ctx["kappa"]
+
+    def _totals_row(self, ctx):
+        """:meth:`_totals` of one numpy row in Python floats: the same operations in the same
+        order on (1, 1) arrays cost a microsecond each, here about 60 of them."""
+        n, Ah = self.n, ctx["EA"][0, -1, :].tolist()
+        Lt = [float(x.reshape(-1)[0]) for x in ctx["L_total"]]
+        et, ht = self._light(Lt, float(ctx["scale"][0]), None, absolute=True)
+        Nt = sum(Ah[n - j] * et[j] for j in range(n + 1))
+        num = sum(Ah[n - j] * ht[j] for j in range(n + 1))
+        kappa = num / Nt if Nt > 0 else math.nan  # Nt = 0 (or NaN): refused just below
+        ok = math.isfinite(kappa) and Nt > 0 and kappa <= KAPPA_MAX
+        ctx["Nt"] = np.array([[Nt if Nt > 0 else 1.0]])
+        ctx["kappa"] = np.array([kappa if ok else math.inf])
 
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         xp = bk.namespace(L[0])
@@ -339,7 +360,7 @@ class WithoutSeries(Chain):
     dense_fraction = 0.6  # the sorting path evaluates the series at every token anyway
     fused_sub_bits = 5  # the series at a point costs the most: fewer boundaries
 
-    def setup(self, p, q, sq, xp):
+    def setup(self, p, q, sq, xp, qmax=None):
         qn = xp.astype(q, xp.float64, copy=False) / xp.astype(sq, xp.float64, copy=False)[:, None]
         m_plan, K = PLANS[self.n]
         m = min(m_plan, q.shape[-1])

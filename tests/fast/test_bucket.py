@@ -289,3 +289,23 @@ def test_dense_bucket_of_one_ratio_is_found_on_numpy_route(monkeypatch):
             assert abs(found[-1][0][1] - 0.5) == 0.0
             b = alpha_star(p, q, n=n, scheme=kernel, path="sort")
             assert abs(a - b) <= 1e-12, kernel
+
+
+def test_conditional_poisson_totals_of_one_row_equal_the_array_route():
+    """The one-row totals (e_n of the whole row and its Newton condition number kappa, in
+    Python floats) are bit for bit those of the array code on the same row in a batch of 2."""
+    for n in (2, 3, 4, 8):
+        for T, seed in ((0.5, 1), (1.0, 2), (2.0, 3)):
+            p, q = synthetic_pair(3000, T, seed)
+            law = chain.ConditionalPoisson(n)
+            one = np.ones(2)
+            ctx2 = law.setup(np.stack([p, p]), np.stack([q, q]), one, np)
+            ctx1 = law.setup(p[None], q[None], one[:1], np)
+            assert np.array_equal(ctx1["EA"][0], ctx2["EA"][0])
+            stats = law.stats(np.stack([q, q]), ctx2)
+            ctx2["L_total"] = [x.sum(axis=-1) for x in stats]
+            ctx1["L_total"] = [x[:1] for x in ctx2["L_total"]]
+            (N2, e2), (N1, e1) = law._totals(ctx2, 100, np), law._totals(ctx1, 100, np)
+            assert N1.shape == (1, 1) and e1.shape == (1,)
+            assert N1[0, 0] == N2[0, 0] and e1[0] == e2[0], (n, T)
+            assert np.isfinite(e1[0])

@@ -208,6 +208,34 @@ def test_top_k_equals_lexsort_order(k):
     assert _fused.top_k(rows[0][:5], 9)[1].size == 5  # fewer entries than k: all of them
 
 
+def test_front_block_maxima_and_the_top_k_that_reads_them():
+    """The bucketing pass's block maxima of q are numpy's (as int64 bits, blocks of BLOCK,
+    the last one short), and ``top_k`` guided by them gives (value descending, index
+    ascending) as without them, on rows with ties, zeros, and the k largest in one block."""
+    rng = np.random.default_rng(11)
+    V = 5 * _fused.BLOCK + 77
+    late = np.full(V, 1e-6)
+    late[-9:] = 0.5  # the largest all in the short last block
+    rows = [
+        synthetic_pair(V, 0.7, 3)[1],
+        rng.integers(1, 4, V).astype(float),  # ties
+        np.where(rng.random(V) < 0.5, 0.0, rng.random(V)),  # zeros
+        late / late.sum(),
+    ]
+    for q in rows:
+        qmax = np.empty(_fused.block_count(V), dtype=np.int64)
+        assert _fused.bucket_front(q, q, 8, 64, qmax=qmax) is not None
+        bits = q.view(np.int64)
+        want = [bits[s : s + _fused.BLOCK].max() for s in range(0, V, _fused.BLOCK)]
+        assert qmax.tolist() == want
+        for k in (1, 3, 5, 9, 16):
+            order = np.lexsort((np.arange(V), -q))[:k]
+            for got in (_fused.top_k(q, k, qmax), _fused.top_k(q, k)):
+                assert np.array_equal(got[1], order) and np.array_equal(got[0], q[order])
+    with pytest.raises(ValueError, match="qmax: an int64 array of block_count"):
+        _fused.bucket_front(rows[0], rows[0], 8, 64, qmax=np.empty(2, dtype=np.int64))
+
+
 def test_topk_backend_uses_the_compiled_pass_with_the_same_result():
     """``_backend.topk`` of one float64 row gives the same values and indices with and
     without the kernels (k > 8: the partition route)."""
