@@ -449,7 +449,7 @@ def check_seq2_product_law(trials: int = 25, seed: int = 8) -> dict:
     is r̂ ⊗ q given A != B, a rule selecting a on (a, a) has T^prod = T^seq / R + r̂ q, and for
     arbitrary kernels A1, A2 on arbitrary levels (level masses not kept) the sequential law of
     "higher level wins, a tie is a coin" is the two-kernel linear law."""
-    from mdsd_ot.verifiers.chain.seq2 import linear_law_list, select_pair
+    from mdsd_ot.verifiers.chain.seq2_exact import linear_law_list, select_pair
 
     rng = random.Random(seed)
     for _ in range(trials):
@@ -496,7 +496,7 @@ def check_seq2_region_swap(trials: int = 25, seed: int = 9) -> dict:
     balanced swap of masses (m1, m2) between the regions of x < y moves exactly
     τ = m1 (q[x..y] − (q_x B_x + q_y B_y)/2) + m2 (r[x..y] − (r_x B_x + r_y B_y)/2) of selection
     probability from y to x and leaves every other token's law unchanged."""
-    from mdsd_ot.verifiers.chain.seq2 import linear_law_list
+    from mdsd_ot.verifiers.chain.seq2_exact import linear_law_list
 
     rng = random.Random(seed)
     for _ in range(trials):
@@ -528,7 +528,7 @@ def check_seq2_design(trials: int = 200, seed: int = 10) -> dict:
     """Theorem 5 (and the counts of §9.6): where the region iteration fits, the kernels' law
     (by enumeration of the ordered pairs) dominates s, so the acceptance is α*; on these random
     instances it always fits within 3 rounds, while plain slot swaps (one round, B = 1) do not."""
-    from mdsd_ot.verifiers.chain.seq2 import enumerate_law_list, seq2_lists
+    from mdsd_ot.verifiers.chain.seq2_exact import enumerate_law_list, seq2_lists
 
     rng = random.Random(seed)
     slot_only = fits = 0

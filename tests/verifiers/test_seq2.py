@@ -30,6 +30,7 @@ from mdsd_ot.verifiers.chain import (
     sample_plans,
 )
 from mdsd_ot.verifiers.chain import seq2 as S
+from mdsd_ot.verifiers.chain import seq2_exact as SX
 from mdsd_ot.verifiers.chain.exact import exact_seq2_plan
 from mdsd_ot.verifiers.chain.sample import sample_plan
 
@@ -61,8 +62,8 @@ def test_linear_law_equals_enumeration():
         V = int(rng.integers(2, 7))
         q = _fr_vector(rng, V, float(rng.choice([0.3, 1.0, 5.0])))
         rows1, rows2 = _random_rows(rng, V, 2 * V), _random_rows(rng, V, 2 * V)
-        T = S.enumerate_law_list(q, rows1, rows2)
-        assert T == S.linear_law_list(q, rows1, rows2)
+        T = SX.enumerate_law_list(q, rows1, rows2)
+        assert T == SX.linear_law_list(q, rows1, rows2)
         assert sum(T, Fraction(0)) == 1
 
 
@@ -81,9 +82,9 @@ def test_product_identity():
         for a in range(V):
             for b in range(V):
                 w = r[a] / R * q[b]
-                for tok, pr in S.select_pair(rows1[a], rows2[b], a, b).items():
+                for tok, pr in SX.select_pair(rows1[a], rows2[b], a, b).items():
                     Tprod[tok] += w * pr
-        Tseq = S.enumerate_law_list(q, rows1, rows2)
+        Tseq = SX.enumerate_law_list(q, rows1, rows2)
         assert all(Tprod[i] == Tseq[i] / R + r[i] / R * q[i] for i in range(V))
 
 
@@ -95,8 +96,8 @@ def test_deterministic_rule_law():
         V = int(rng.integers(2, 7))
         q = _fr_vector(rng, V, 1.0)
         ident = [{2 * k: Fraction(1)} for k in range(V)]
-        T = S.enumerate_law_list(q, ident, ident)
-        out = S.seq2_lists([Fraction(1, V)] * V, q, max_rounds=1)  # only D is used
+        T = SX.enumerate_law_list(q, ident, ident)
+        out = SX.seq2_lists([Fraction(1, V)] * V, q, max_rounds=1)  # only D is used
         assert T == out["D"]
         law = drafts.WithoutReplacement([str(v) for v in q], 2)
         acc = Fraction(0)
@@ -143,11 +144,11 @@ def test_exact_design_fits_without_scaling():
         qf = [Fraction(x) for x in _rational(q)]
         order = sorted(range(V), key=lambda i: pf[i] / qf[i])
         ps, qs = [pf[i] for i in order], [qf[i] for i in order]
-        out = S.seq2_lists(ps, qs)
+        out = SX.seq2_lists(ps, qs)
         assert out["fits"] and out["rounds"] <= 3
-        T = S.linear_law_list(out["qn"], out["rows1"], out["rows2"])
+        T = SX.linear_law_list(out["qn"], out["rows1"], out["rows2"])
         assert all(t >= s for t, s in zip(T, out["s"], strict=True))
-        slot_only += not S.seq2_lists(ps, qs, max_rounds=1)["fits"]
+        slot_only += not SX.seq2_lists(ps, qs, max_rounds=1)["fits"]
     assert slot_only > 0
 
 
@@ -177,7 +178,7 @@ def test_numpy_law_is_the_exact_law_of_its_kernel():
             rows[kind] = R
         qs = [Fraction(float(v)) for v in q[plan.order]]
         tot = sum(qs, Fraction(0))
-        T = S.enumerate_law_list([v / tot for v in qs], rows[1], rows[2])
+        T = SX.enumerate_law_list([v / tot for v in qs], rows[1], rows[2])
         err = sum(abs(Fraction(float(b)) - a) for a, b in zip(T, plan.T, strict=True))
         assert float(err) <= plan.law_error, (trial, float(err), plan.law_error)
         assert plan.law_error <= 1e-11
@@ -237,8 +238,8 @@ def test_sampler_realises_the_ordered_kernels():
             {int(lv): float(x) for lv, x in zip(lev[row == i], pr[row == i], strict=True) if x}
             for i in (0, 1)
         ]
-    want_ab = S.select_pair(rows[1][0], rows[2][1], a, b)[a]
-    want_ba = S.select_pair(rows[1][1], rows[2][0], b, a)[a]
+    want_ab = SX.select_pair(rows[1][0], rows[2][1], a, b)[a]
+    want_ba = SX.select_pair(rows[1][1], rows[2][0], b, a)[a]
     assert abs(want_ab - want_ba) > 1e-6  # the first and the second draft are treated apart
     g = np.random.default_rng(5)
     N = 200_000
@@ -290,7 +291,7 @@ def test_exact_fallback_to_seq_swap(monkeypatch):
         p, q = (_rational(rng.dirichlet(np.full(V, 0.3))) for _ in range(2))
         pf, qf = [Fraction(x) for x in p], [Fraction(x) for x in q]
         order = sorted(range(V), key=lambda i: pf[i] / qf[i])
-        if not S.seq2_lists([pf[i] for i in order], [qf[i] for i in order], 1)["fits"]:
+        if not SX.seq2_lists([pf[i] for i in order], [qf[i] for i in order], 1)["fits"]:
             break
     else:  # pragma: no cover - the seed gives one (about 5% of such instances)
         pytest.fail("no instance that needs regions")

@@ -9,7 +9,8 @@ of distinct drafts (sequential, conditional Poisson with n >= 3) the swap constr
 :mod:`.pieces` (piece kernels and their fixed-point design), :mod:`.cutlaw` (their exact laws),
 :mod:`.seqseries` (the certified series for sequential drafts, n >= 3) and :mod:`.swap` (plans);
 for two sequential drafts :mod:`.seq2` (two relabelling kernels through the product law, α*
-wherever its design fits, ``seq-swap`` otherwise).
+wherever its design fits, ``seq-swap`` otherwise; the kernels and their exact law in
+:mod:`.seq2_kernel`, the construction in Fractions in :mod:`.seq2_exact`).
 
 Examples
 --------

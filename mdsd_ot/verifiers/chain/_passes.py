@@ -10,9 +10,9 @@ the same work:
 - a *front* pass (slot order): the gathers, the masses and the cumulative sums, F;
 - a *back* pass (top down): the running minimum, E and dE, s, and the supply and demand lists
   (or the full-length cumulative supply and demand of :meth:`.rows.Pairing.full`);
-- seq2's kernel law on the pairs (:func:`mdsd_ot.verifiers.chain.seq2.kernel_law`);
+- seq2's kernel law on the pairs (:func:`mdsd_ot.verifiers.chain.seq2_kernel.kernel_law`);
 - the residual draw: the cumulative :math:`(p - s)^+` by slot;
-- seq2's level draws (:meth:`mdsd_ot.verifiers.chain.seq2.Seq2Kernel.pair_levels`): each
+- seq2's level draws (:meth:`mdsd_ot.verifiers.chain.seq2_kernel.Seq2Kernel.pair_levels`): each
   draw's kernel row scanned in one loop, with the same uniforms.
 
 Every loop performs the same floating-point operations, in the same order, as the numpy route
@@ -277,7 +277,7 @@ def _compiled() -> dict[str, Any] | None:  # pragma: no cover - compiled code
 
     @jit
     def seq2_law(D, qn, r, c0, R0, dslot, sslot, kd, js, prob, Bd, Bs, Wd, Ws, T):
-        # seq2.kernel_law of the quantised kernels (nd, ns > 0): T (written) and the bound's
+        # seq2_kernel.kernel_law of the quantised kernels (nd, ns > 0): T (written) and the bound's
         # sums (absum, unpaired); the same operations as the numpy route, term by term, except
         # that the sums entering only the bound are sequential
         V = D.shape[0]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .relabel import fifo_pairs_list, relabel_list, slot_rates_list
-from .seq2 import enumerate_law_list, select_pair, seq2_lists
+from .seq2_exact import enumerate_law_list, select_pair, seq2_lists
 from .sublaw import optimal_sublaw_list
 
 __all__ = [
@@ -319,9 +319,9 @@ def exact_swap_plan(
 
 
 def exact_seq2_plan(p: list, q: list) -> ExactPlan | None:
-    r"""The ``seq2`` construction in plain numbers (:func:`~mdsd_ot.verifiers.chain.seq2.seq2_lists`,
+    r"""The ``seq2`` construction in plain numbers (:func:`~.seq2_exact.seq2_lists`,
     no rounding), its selection law by enumeration of the ordered pairs and the kernel rows
-    (:func:`~mdsd_ot.verifiers.chain.seq2.enumerate_law_list`), and the thinning
+    (:func:`~.seq2_exact.enumerate_law_list`), and the thinning
     :math:`\min(s, T)/T`.  ``None`` when the design does not fit (some token would move more
     than its mass): the caller then uses the ``seq-swap`` plan.
 

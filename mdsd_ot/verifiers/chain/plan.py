@@ -108,7 +108,7 @@ class Plan:
         The swap constructions' piece kernel and its exact law by slot (``T`` also for
         ``seq2``).
     seq2 : Seq2Kernel or None
-        The two relabelling kernels of ``seq2`` (:mod:`.seq2`).
+        The two relabelling kernels of ``seq2`` (:mod:`.seq2_kernel`).
     """
 
     construction: str

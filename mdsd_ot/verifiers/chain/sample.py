@@ -14,7 +14,7 @@ The swap constructions (piece kernels) replace 2-3: each drafted token picks one
 number of draws of every draft until the n-th new value) and every draw picks a piece; the draft
 with the highest piece is selected (levels are distinct: no ties).  ``seq2`` (two sequential
 drafts) relabels the first draft with its kernel A1 and the second with A2 (the tuple's order
-matters), each to a level of :class:`~mdsd_ot.verifiers.chain.seq2.Seq2Kernel`; the higher level
+matters), each to a level of :class:`~.seq2_kernel.Seq2Kernel`; the higher level
 wins, a tie is a fair coin.
 
 Cost O(n log(max entries per slot)) per tuple after the plan is built.
