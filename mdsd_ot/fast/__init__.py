@@ -34,7 +34,7 @@ from ..drafts import DraftLaw
 from ..methods import register
 from . import _backend as bk
 from ._check import DISTINCT, SCHEMES, check_array, check_numpy, check_scheme_n, fused_rows_ok
-from .bucket import validated_front
+from .bucket import FUSED_DECLINED, validated_front
 from .chain import chain_for
 from .prefix import error_bound
 from .solver import solve_rows, solve_rows_laws, uses_buckets
@@ -100,6 +100,9 @@ def _validated(
         P, Q, sums = check_array(p, q, n, kernel)
         return P, Q, sums, p.ndim == 1, None
     front = validated_front(p, q, buckets) if buckets is not None else None
+    if front is FUSED_DECLINED:  # validated below; the bucket path skips the fused pass
+        P, Q, sums = check_numpy(p, q, n, kernel)
+        return P, Q, sums, np.ndim(p) == 1, FUSED_DECLINED
     if front is not None and fused_rows_ok(front[1], n, kernel):
         P, Q = (p[None, :], q[None, :]) if p.ndim == 1 else (p, q)
         sums = (np.array([front[1][0]]), np.array([front[1][1]]))

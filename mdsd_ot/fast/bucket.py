@@ -64,7 +64,13 @@ __all__ = [
     "shared_buckets",
     "supports",
     "validated_front",
+    "FUSED_DECLINED",
 ]
+
+#: What :func:`validated_front` returns, and the validator hands on as ``shared``, when the fused
+#: bucketing pass ran on the row and left it to numpy's route (ratios beyond the window, one
+#: crowded bucket): the bucket path then goes to numpy's route at once, without that pass again.
+FUSED_DECLINED: str = "fused route declined"
 
 #: Mantissa bits per bucket: 2**SUB_BITS buckets per octave of p/q.
 SUB_BITS: int = 4
@@ -129,7 +135,7 @@ def solve_bucketed(
     (the law is that of the normalised rows).  ``err`` is the law's error bound per row, as in
     :func:`mdsd_ot.fast.scan.solve_sorted`.  Rows the bounds cannot settle cheaply are solved
     by the sorting path.  ``shared`` (from :func:`shared_buckets`) lets several laws on the same
-    rows reuse one bucketing pass.
+    rows reuse one bucketing pass (:data:`FUSED_DECLINED`: numpy's route at once).
 
     Examples
     --------
@@ -141,6 +147,8 @@ def solve_bucketed(
     xp = bk.namespace(p, q)
     B, V = p.shape
     law = chain_for(kernel, n)
+    if shared is FUSED_DECLINED:  # the validator's fused pass left the row to numpy's route
+        shared = _shared_numpy(p, q)
     shared = shared if shared is not None else _shared(p, q, law.fused_sub_bits)
     if shared["one_ratio"]:  # numpy: every ratio equal, the chain one block of ties
         # P is linear and Q convex along it (T5), so f = P - Q is concave and its minimum is
@@ -215,9 +223,13 @@ def _solve_fused_row(p, q, sp, sq, law: Chain, shared: dict[str, Any], return_se
     return np.array([alpha]), (None if H is None else H[None, :]), np.array([3.0 * err + TOL])
 
 
-def shared_buckets(p: Any, q: Any) -> dict[str, Any]:
-    """One bucketing pass for several laws on the same rows (see :func:`solve_bucketed`)."""
-    return _shared(p, q)
+def shared_buckets(p: Any, q: Any, shared: Any = None) -> dict[str, Any]:
+    """One bucketing pass for several laws on the same rows (see :func:`solve_bucketed`);
+    ``shared``: the pass already formed (returned as is), :data:`FUSED_DECLINED` (numpy's
+    route), or None."""
+    if shared is FUSED_DECLINED:
+        return _shared_numpy(p, q)
+    return shared if shared is not None else _shared(p, q)
 
 
 def _rows(x: Any, rows: np.ndarray, xp: Any) -> Any:
@@ -333,7 +345,7 @@ def _shared_fused(
 
 def validated_front(
     p: Any, q: Any, sub_bits: int | None = None
-) -> tuple[dict[str, Any], tuple] | None:
+) -> tuple[dict[str, Any], tuple] | str | None:
     r"""The fused route's first pass on raw input rows, before validation: ``(shared, stats)``.
 
     For one float64 C-contiguous numpy row (shape (V,) or (1, V)) with the compiled kernels on,
@@ -341,8 +353,10 @@ def validated_front(
     sums, whether an entry has its sign bit set, the positive entries of q:
     :func:`mdsd_ot.fast._fused.bucket_front`), so the input is read once for both.  The caller
     accepts the rows from ``stats`` (:func:`mdsd_ot.fast._check.fused_rows_ok`) or, on any
-    doubt, validates them the usual way.  None when the row does not qualify or the pass leaves
-    it to numpy's route.  ``sub_bits`` as in :func:`_shared_fused` (the law's choice).
+    doubt, validates them the usual way.  None when the row does not qualify;
+    :data:`FUSED_DECLINED` when the pass ran and left the row to numpy's route (it then bounds
+    nothing: the caller validates the usual way).  ``sub_bits`` as in :func:`_shared_fused`
+    (the law's choice).
     """
     if not (isinstance(p, np.ndarray) and isinstance(q, np.ndarray) and p.shape == q.shape):
         return None
@@ -353,7 +367,7 @@ def validated_front(
     if not _fused.one_row(p):
         return None
     shared, stats = _shared_fused(p, q, sub_bits)
-    return None if shared is None else (shared, stats)
+    return FUSED_DECLINED if shared is None else (shared, stats)
 
 
 def _shared_numpy(p: Any, q: Any) -> dict[str, Any]:

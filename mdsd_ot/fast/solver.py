@@ -78,7 +78,9 @@ def solve_rows(
     evaluation beyond the rounding bound :func:`mdsd_ot.fast.prefix.error_bound` (the certified
     series for ``without`` with n >= 3, the bucket path's pruning slack and Newton bound).
     ``shared``: the bucketing pass of these rows when the validation formed it already
-    (:func:`mdsd_ot.fast.bucket.validated_front`); used by the bucket path, ignored otherwise.
+    (:func:`mdsd_ot.fast.bucket.validated_front`), or
+    :data:`mdsd_ot.fast.bucket.FUSED_DECLINED` when that pass left the row to numpy's route;
+    used by the bucket path, ignored otherwise.
 
     Examples
     --------
@@ -180,7 +182,7 @@ def solve_rows_laws(
             pending.append(i)
     bucketed = [i for i in pending if uses_buckets(routes[i][0], V, path)]
     if bucketed:
-        shared = shared if shared is not None else shared_buckets(p, q)
+        shared = shared_buckets(p, q, shared)
         for i in bucketed:
             kernel, n = routes[i]
             out[i] = solve_bucketed(p, q, sums[0], sums[1], n, kernel, False, shared)[0]

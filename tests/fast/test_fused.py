@@ -443,3 +443,28 @@ def test_fused_validation_leaves_sums_near_the_tolerance_to_the_validator():
 
     stats = bucket.validated_front(p, q)[1]
     assert not _check.fused_rows_ok(stats, 2, "with")
+
+
+def test_a_row_the_fused_pass_declines_is_bucketed_by_numpy_without_a_second_pass(monkeypatch):
+    """Ratios spread beyond the window: the validator's fused pass declines the row
+    (``FUSED_DECLINED``), and the bucket path goes to numpy's route without running the fused
+    pass again; α* is the sorting path's (to 1e-12), for one law and for several at once."""
+    rng = np.random.default_rng(12)
+    q = rng.dirichlet(np.full(8192, 0.5))
+    p = q * np.exp2(rng.uniform(-300, 300, q.size))
+    p /= p.sum()
+    assert bucket.validated_front(p, q) is bucket.FUSED_DECLINED
+    calls = []
+    front = _fused.bucket_front
+    monkeypatch.setattr(_fused, "bucket_front", lambda *a, **k: calls.append(1) or front(*a, **k))
+    for s, n in (("with", 2), ("without", 2), ("conditional-poisson", 3), ("without", 3)):
+        calls.clear()
+        a = fast.alpha_star(p, q, n=n, scheme=s)
+        assert len(calls) == 1, (s, n, len(calls))
+        assert abs(a - fast.alpha_star(p, q, n=n, scheme=s, path="sort")) <= 1e-12, (s, n)
+    calls.clear()
+    laws = [("with", 2), ("conditional-poisson", 2)]
+    got = fast.alpha_star_laws(p, q, laws)
+    assert len(calls) == 1
+    for s, n in laws:
+        assert abs(got[(s, n)] - fast.alpha_star(p, q, n=n, scheme=s, path="sort")) <= 1e-12
