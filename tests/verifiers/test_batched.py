@@ -1,4 +1,5 @@
-"""The batched ``relabel`` verifier on the array API (mdsd_ot.verifiers.chain.batched).
+"""The batched ``relabel`` verifier on the array API (mdsd_ot.verifiers.chain.batched; its plans
+in batched_plans, its draws in batched_draws).
 
 Checked against the one-position plan of :mod:`mdsd_ot.verifiers.chain.plan` (the same α*,
 order and sub-law; every realised kernel row equal to :func:`rows.kernel_rows` to 1e-12; the
@@ -22,7 +23,6 @@ from mdsd_ot.synthetic import synthetic_pair
 from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal
 from mdsd_ot.verifiers.chain.batched import (
-    _selection_law,
     cp2_rows,
     kernel_row,
     law_error_bound,
@@ -30,6 +30,7 @@ from mdsd_ot.verifiers.chain.batched import (
     sample_relabel_rows,
     verify_rows,
 )
+from mdsd_ot.verifiers.chain.batched_draws import _selection_law
 from mdsd_ot.verifiers.chain.plan import build_plan
 from mdsd_ot.verifiers.chain.relabel import Kernel, kernel_law
 from mdsd_ot.verifiers.chain.rows import kernel_rows, selection_law_at
@@ -332,7 +333,7 @@ def test_sampler_realises_kernel_row(construction):
     that kernel_row enumerates (G-test of the destination counts, p-value > 1e-4)."""
     from scipy.stats import chi2
 
-    from mdsd_ot.verifiers.chain.batched import _relabel_draws
+    from mdsd_ot.verifiers.chain.batched_draws import _relabel_draws
 
     p, q = synthetic_pair(200, 2.0, np.random.default_rng(3), noise=1.0)
     P, Q = p[None], q[None]

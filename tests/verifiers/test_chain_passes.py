@@ -1,4 +1,5 @@
-"""The compiled V-size passes of the chain plans (mdsd_ot/verifiers/chain/_passes.py).
+"""The compiled V-size passes of the chain plans (mdsd_ot/verifiers/chain/_passes.py; the loops in
+_passes_plan_nb.py and _passes_seq2_nb.py).
 
 Compiled and numpy routes build the same plans: every array of a ``relabel`` (n = 2, 4),
 ``stream`` (n = 3), ``cp2`` and ``seq2`` plan is equal entry by entry (``np.array_equal``: bit-identical up to the sign of

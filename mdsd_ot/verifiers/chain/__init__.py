@@ -9,8 +9,11 @@ of distinct drafts (sequential, conditional Poisson with n >= 3) the swap constr
 :mod:`.pieces` (piece kernels and their fixed-point design), :mod:`.cutlaw` (their exact laws),
 :mod:`.seqseries` (the certified series for sequential drafts, n >= 3) and :mod:`.swap` (plans);
 for two sequential drafts :mod:`.seq2` (two relabelling kernels through the product law, α*
-wherever its design fits, ``seq-swap`` otherwise; the kernels and their exact law in
-:mod:`.seq2_kernel`, the construction in Fractions in :mod:`.seq2_exact`).
+wherever its design fits, ``seq-swap`` otherwise; the pairing and the design in
+:mod:`.seq2_design`, the kernels and their exact law in :mod:`.seq2_kernel`, the construction
+in Fractions in :mod:`.seq2_exact`); for many positions at once on numpy or torch
+:mod:`.batched` (:func:`~.batched.verify_rows`; the plans in :mod:`.batched_plans`, the draws
+in :mod:`.batched_draws`).
 
 Examples
 --------

@@ -42,9 +42,9 @@ def seq2_lists(ps: list, qs: list, max_rounds: int | None = None) -> dict[str, A
     ``rows1`` / ``rows2`` (kernel rows ``{level: prob}`` of each slot for first and second
     draws, levels as in :class:`~.seq2_kernel.Seq2Kernel`), ``qn`` and ``r`` (the masses, q
     normalised by :math:`\sum q`), ``fits`` and ``rounds`` (at most ``max_rounds``, default
-    :data:`~.seq2.MAX_ROUNDS`).  The same steps as :func:`~.seq2.seq2_plan` without the rounding
-    guards: the iteration stops only when every token fits, when B no longer moves or after
-    ``max_rounds``.
+    :data:`~.seq2_design.MAX_ROUNDS`, read as ``seq2.MAX_ROUNDS``).  The same steps as
+    :func:`~.seq2.seq2_plan` without the rounding guards: the iteration stops only when every
+    token fits, when B no longer moves or after ``max_rounds``.
 
     Examples
     --------
