@@ -272,7 +272,8 @@ def product_tuples(
     sup: np.ndarray, cols: list[np.ndarray], *, distinct: bool, what: str
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The tuples over ``sup`` (pairwise distinct ones if ``distinct``) and their weights
-    :math:`\prod_j \mathrm{cols}_j(\bar i_j)` (positive ones only), after the size guard."""
+    :math:`\prod_j \mathrm{cols}_j(\bar i_j)` (positive ones only), after the size guard; object
+    columns (Fractions) give exact weights."""
     from .. import _validate as V_
 
     n = len(cols)
@@ -280,7 +281,7 @@ def product_tuples(
     t = grid(sup, n)
     if distinct:
         t = t[distinct_rows(t)]
-    w = np.ones(len(t))
+    w = np.ones(len(t), dtype=object if any(c.dtype == object for c in cols) else np.float64)
     for j, c in enumerate(cols):
         w *= c[t[:, j]]
     keep = w > 0

@@ -22,7 +22,12 @@ from ._sets import (
 )
 from .sampling import ConditionalPoissonTable
 
-__all__ = ["ConditionalPoisson", "elementary_symmetric"]
+__all__ = ["ConditionalPoisson", "elementary_symmetric", "TINY_EN"]
+
+#: Below this float value of :math:`e_n(q)` (near the end of the normal range, 2.2e-308, with
+#: room for the products of n masses) the float routes of :class:`ConditionalPoisson` form
+#: their weights and Q exactly from the floats and round once.
+TINY_EN: float = 1e-290
 
 
 def elementary_symmetric(values: Sequence[Number], m: int, one: Number = 1.0) -> list[Number]:
@@ -76,14 +81,22 @@ class ConditionalPoisson(QLaw):
 
         return as_mask(H, self.V)
 
+    def _tiny(self) -> bool:
+        """Whether :math:`e_n(q)` in floats falls below :data:`TINY_EN` (it may underflow, and
+        products of n masses with it): float weights then come from the exact ratio."""
+        return not self.e(self.n, None, False) > TINY_EN
+
     def _Q(self, mask, exact):
-        num, den = self.e(self.n, mask, exact), self.e(self.n, None, exact)
-        if not exact and not den > 1e-290:  # e_n(q) underflows: the floats' exact ratio
+        if not exact and self._tiny():  # e_n(q) underflows: the floats' exact ratio
             ratio = self.e(self.n, mask, True) / self.e(self.n, None, True)
             return float(ratio)
-        return num / den
+        return self.e(self.n, mask, exact) / self.e(self.n, None, exact)
 
     def _items(self, exact):
+        if not exact and self._tiny():  # the exact weights of the floats, rounded once
+            for t, w in self._items(True):
+                yield t, float(w)
+            return
         qv = self.qvals(exact)
         en = self.e(self.n, None, exact)
         nf = math.factorial(self.n)
@@ -113,12 +126,15 @@ class ConditionalPoisson(QLaw):
         ex = self.rational if exact is None else exact
         self._guard_set_table()
         sup, n = self.support(), self.n
-        q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
+        tiny = not ex and self._tiny()  # formed exactly, rounded once at the end
+        q = np.array(list(self.qvals(ex or tiny)), dtype=object if ex or tiny else np.float64)
         mem = sup[combinations(len(sup), n)]
-        w = np.full(len(mem), one(ex), dtype=q.dtype)
+        w = np.full(len(mem), one(ex or tiny), dtype=q.dtype)
         for j in range(n):
             w = w * q[mem[:, j]]
-        w = w / self.e(n, None, ex)
+        w = w / self.e(n, None, ex or tiny)
+        if tiny:
+            w = w.astype(np.float64)
         err = (2 * n + 2 * len(sup) + 2) * _EPS + (n + 1) * (self.V + 1) * _EPS
         return SetWeights.from_blocks([(mem, w)], n, ex, self.V, err)
 
@@ -126,7 +142,12 @@ class ConditionalPoisson(QLaw):
         r"""Vectorised :math:`\prod_j q(\bar i_j) / (n!\, e_n(q))` over ordered distinct tuples."""
         n, sup = self.n, self.support()
         what = f"the draft tuples of {self!r}"
-        t, w = product_tuples(sup, [self.q] * n, distinct=True, what=what)
-        w /= self.e(n, None, False) * math.factorial(n)
+        if self._tiny():  # products of n masses may underflow: formed exactly, rounded once
+            qx = np.array(list(self.qvals(True)), dtype=object)
+            t, w = product_tuples(sup, [qx] * n, distinct=True, what=what)
+            w = (w / (self.e(n, None, True) * math.factorial(n))).astype(np.float64)
+        else:
+            t, w = product_tuples(sup, [self.q] * n, distinct=True, what=what)
+            w /= self.e(n, None, False) * math.factorial(n)
         err = (3 * n + 2 * len(sup) + 2) * _EPS + (n + 1) * (self.V + 1) * _EPS
         return (t, w, err) if with_error else (t, w)

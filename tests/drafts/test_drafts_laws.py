@@ -214,3 +214,32 @@ def test_without_sampler_with_subnormal_masses_terminates_and_draws_the_law():
     # the first draw is q: token 0 with probability 0.549 (binomial, 5 standard errors)
     share = (draws[:, 0] == 0).mean()
     assert abs(share - SUBNORMAL_Q[0]) <= 5 * (SUBNORMAL_Q[0] * (1 - SUBNORMAL_Q[0]) / 2000) ** 0.5
+
+
+@pytest.mark.parametrize(
+    "q,n",
+    [
+        ([1.0, 1e-16, 1e-16, 1e-300], 4),  # e_4 = 1e-332: below the smallest float
+        ([1.0, 1e-200, 1e-200, 1e-150], 3),  # products of three masses underflow
+        ([0.5, 0.5, 1e-170, 1e-170], 4),
+    ],
+)
+def test_conditional_poisson_float_weights_survive_an_underflowing_e_n(q, n):
+    """When e_n(q) is below the normal floats, the float routes (joint items, tuple weights,
+    set weights, Q) are the exact law of the floats rounded once, not a division by zero or
+    tuples dropped for a weight that underflowed (found by the hostile property suite)."""
+    d = ConditionalPoisson(np.array(q), n)
+    fr = [F(x) for x in d.q.tolist()]  # the law is that of the floats (scale-free in q)
+    exact = ConditionalPoisson([x / sum(fr) for x in fr], n)
+    want = exact.joint_items()
+    got = d.joint_items()
+    assert set(got) == set(want)
+    assert all(abs(got[t] - float(want[t])) <= 1e-15 * float(want[t]) for t in want)
+    t, w = d.tuple_weights()
+    assert len(t) == len(want) and abs(w.sum() - 1.0) <= 1e-12
+    for row, x in zip(t.tolist(), w.tolist(), strict=True):
+        assert abs(x - float(want[tuple(row)])) <= 1e-15 * float(want[tuple(row)])
+    table = d.set_weight_table()
+    assert not table.exact
+    for H in ([0, 1, 2], [0, 1, 2, 3], [1, 2, 3]):
+        assert abs(d.Q(H) - float(exact.Q(H))) <= 1e-15 * float(exact.Q(H)) + 1e-300
