@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     """
     import json
     import numpy as np
-    from mdsd_ot.fast import _fused, _fused_row, _series_jit, alpha_star
+    from mdsd_ot.fast import _fused, _fused_row, _fused_series, _series_jit, alpha_star
     from mdsd_ot.synthetic import synthetic_pair
     from mdsd_ot.verifiers.chain import _cutjit, _passes, build_plan
     from mdsd_ot.verifiers.chain.sample import sample_plan
@@ -34,6 +34,7 @@ SCRIPT = textwrap.dedent(
         sample_plan(build_plan(p, q, n, con), np.arange(n)[None, :], g)
     out = {}
     for mod, ks in (("fused", _fused._kernels()), ("fused_row", _fused_row._kernels()),
+                    ("fused_series", _fused_series._kernels()),
                     ("series", _series_jit._kernels()), ("passes", _passes.kernels()),
                     ("cutjit", _cutjit._kernels())):
         for name, f in (ks or {}).items():
@@ -63,4 +64,5 @@ def test_a_new_process_loads_every_kernel_from_the_cache():
     second = _run()
     missed = {k: v for k, v in second.items() if v[0] > 0}
     assert len(second) >= 20, second  # the kernels of every route ran
+    assert {"fused_series.boundary", "fused_series.survivors"} <= set(second), second
     assert not missed, f"compiled again in a new process (closures?): {sorted(missed)}"
