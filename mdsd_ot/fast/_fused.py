@@ -155,6 +155,7 @@ def _kernels() -> dict[str, Any] | None:
         "top": nb.top,
         "top_small": nb.top_small,
         "top_blocks": nb.top_blocks,
+        "top_many": nb.top_many,
         "sum2": nb.sum2,
         "bounds": nb.bounds,
     }
@@ -286,8 +287,10 @@ def top_k(row: np.ndarray, k: int, qmax: np.ndarray | None = None) -> tuple[np.n
     """The k largest entries of one float64 row (no NaN) and their positions, larger value
     first, then smaller index (as :func:`mdsd_ot.fast._backend.topk` orders them), in one pass.
 
-    ``qmax``: the row's block maxima from :func:`bucket_front` (k <= 16, entries >= 0 once k
-    are held); then a block whose maximum does not beat the k-th is not read at all.
+    ``qmax``: the row's block maxima from :func:`bucket_front` (entries >= 0 once k are held);
+    then a block whose maximum does not beat the k-th is not read at all (k > 16, at most one
+    per block: every one of the k largest is at least the k-th largest block maximum t, so only
+    the blocks whose maximum reaches t are read, and their entries >= t sorted).
 
     For k <= 16 the k largest are kept as a sorted list (blocks of 256 entries whose maximum
     does not beat the k-th are skipped after one vectorised pass); for larger k, entries above
@@ -309,6 +312,8 @@ def top_k(row: np.ndarray, k: int, qmax: np.ndarray | None = None) -> tuple[np.n
         return _kernels()["top_blocks"](row, int(k), qmax)
     if k <= 16:  # a sorted list of k, blocks that cannot enter skipped
         return _kernels()["top_small"](row, int(k))
+    if qmax is not None and qmax.shape == (block_count(row.shape[0]),) and k <= qmax.shape[0]:
+        return _kernels()["top_many"](row, int(k), qmax)  # only the blocks that can hold one
     return _kernels()["top"](row, int(k))
 
 

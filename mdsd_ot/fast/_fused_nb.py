@@ -149,6 +149,39 @@ def gather(ids, lo, hi, cap):  # pragma: no cover - compiled
 
 
 @jit
+def top_many(row, k, qmax):  # pragma: no cover - compiled
+    # k > 16 with the block maxima known (front's qmax as int64 bits, blocks of S, k at most
+    # their number): each of the k largest is at least t, the k-th largest block maximum, so
+    # only the blocks whose maximum reaches t are read; their entries >= t, in index order,
+    # are sorted stably by value descending (then smaller index first) and the first k kept
+    nbk = qmax.shape[0]
+    V = row.shape[0]
+    tb = np.empty(1, dtype=np.int64)
+    tb[0] = np.sort(qmax)[nbk - k]
+    tf = tb.view(np.float64)[0]
+    if tb[0] < 0:  # a sign bit set (not a validated row): read every block, keep every entry
+        tb[0] = np.iinfo(np.int64).min
+        tf = -np.inf
+    m = 0
+    for b in range(nbk):
+        if qmax[b] >= tb[0]:
+            m += min(S, V - b * S)
+    bv = np.empty(m, dtype=np.float64)
+    bi = np.empty(m, dtype=np.int64)
+    m = 0
+    for b in range(nbk):
+        if qmax[b] >= tb[0]:
+            for i in range(b * S, min(b * S + S, V)):
+                x = row[i]
+                if x >= tf:
+                    bv[m] = x
+                    bi[m] = i
+                    m += 1
+    order = np.argsort(-bv[:m], kind="mergesort")[: min(k, m)]
+    return bv[order].copy(), bi[order].copy()
+
+
+@jit
 def top(row, k):  # pragma: no cover - compiled
     # candidates above the threshold go to a buffer of 4k; a full buffer keeps its k
     # largest (value descending, then index: a stable sort of entries in index order), and

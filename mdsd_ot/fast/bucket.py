@@ -232,7 +232,7 @@ def _solve_fused_series(p, q, sp, sq, law: Chain, shared: dict[str, Any], return
     and its power histograms, in five calls (:func:`mdsd_ot.fast._fused_series.solve_row`);
     None where it declines.  The error bound is the series' largest at the points evaluated,
     tripled, plus :data:`TOL`, as the array code reports it."""
-    ctx = law.setup(p, q, sq, np)
+    ctx = law.setup(p, q, sq, np, shared.get("qmax"))  # the heavy tokens: q's block maxima
     hists = law.histograms(shared["ids"], q, ctx, shared["NB"], shared.get("Hq"))
     out = _fused_series.solve_row(
         p[0], q[0], shared, hists, ctx, float(sp[0]), float(sq[0]), TOL, MAX_FRACTION, return_set

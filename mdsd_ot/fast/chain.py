@@ -366,7 +366,13 @@ class WithoutSeries(Chain):
         m = min(m_plan, q.shape[-1])
         ties: dict[str, Any] = {}
         order = lambda idx: _heavy_in_chain_order(idx, p, q, ties)  # noqa: E731
-        ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True)
+        if qmax is not None and isinstance(qn, np.ndarray) and qn.shape[0] == 1:
+            # the block maxima of q / sum(q): the rounding of a division by a positive
+            # number is monotone, so each block's largest quotient is its largest q divided
+            qmax = (qmax.view(np.float64) / float(sq[0])).view(np.int64)
+        else:
+            qmax = None
+        ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True, qmax=qmax)
         ctx.update(ties)
         hq = xp.astype(bk.take_rows(q, ctx["heavy"]), xp.float64) / ctx_sq(sq, xp)[:, None]
         ctx.update(hq=hq, scale=ctx["tau"], sq=ctx_sq(sq, xp))

@@ -217,7 +217,14 @@ def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any,
 
 
 def series_setup(
-    q: Any, n: int, xp: Any, m: int, K: int, order: Any = None, inplace: bool = False
+    q: Any,
+    n: int,
+    xp: Any,
+    m: int,
+    K: int,
+    order: Any = None,
+    inplace: bool = False,
+    qmax: Any = None,
 ) -> dict[str, Any]:
     r"""The per-row part of the series: heavy tokens, their exact moments, the bound's weights.
 
@@ -229,13 +236,15 @@ def series_setup(
     in prefix order).  Returns a dict read by :func:`series_eval` (``heavy`` holds the ordered
     heavy indices, ``qlight`` the row with the heavy masses zeroed, ``tau`` the scale; with
     ``inplace=True`` the heavy masses are zeroed in ``q`` itself, which becomes ``qlight``, and
-    no heavy mask is formed).
+    no heavy mask is formed).  ``qmax``: the block maxima of this one numpy row ``q``
+    (:func:`mdsd_ot.fast._fused.bucket_front`'s form, int64 bits), so that the compiled top-k
+    reads only the blocks that can hold a heavy token (the same tokens, in the same order).
     """
     B, V = q.shape
     T_hi, T_lo, T_eta = accurate_sum(q, xp, extended=True)  # complements do not use T
     T = T_hi + T_lo
     if m < V:
-        qtop, itop = bk.topk(q, m + 1)
+        qtop, itop = bk.topk(q, m + 1, qmax)
         tau = qtop[:, m]  # the largest light mass
     else:
         qtop, itop = bk.topk(q, V)

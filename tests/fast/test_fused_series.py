@@ -201,3 +201,49 @@ def test_survivors_kernel_declines_where_the_array_code_turns():
     assert _tiny(P=one, maxfrac=0.1)[0] == 1  # 2 survivors > 0.1 * 6 tokens
     assert _tiny(q3=0.0, P=one)[0] == 1  # ratio +inf among the survivors
     assert _tiny(P=(0.0, np.nan, 5.0, 5.0))[0] == 1  # NaN at a boundary
+
+
+def _block_maxima(q: np.ndarray) -> np.ndarray:
+    """The bucketing pass's ``qmax``: each block's largest q as int64 bits."""
+    bits = q.view(np.int64)
+    return np.array([bits[s : s + _fused.BLOCK].max() for s in range(0, q.size, _fused.BLOCK)])
+
+
+@pytest.mark.parametrize("k", [17, 25, 33, 65])
+def test_top_k_of_many_guided_by_block_maxima(k):
+    """``top_k`` with the block maxima for k > 16 (the series' m + 1 heavy tokens) gives
+    (value descending, index ascending) as without them: a synthetic row, ties, zeros, the k
+    largest in the short last block, a row of one value; k above the block count reads all."""
+    rng = np.random.default_rng(k)
+    V = 40 * _fused.BLOCK + 77
+    late = np.full(V, 1e-6)
+    late[-k:] = 0.5
+    rows = [
+        synthetic_pair(V, 0.7, 3)[1],
+        rng.integers(1, 4, V).astype(float),  # ties
+        np.where(rng.random(V) < 0.5, 0.0, rng.random(V)),  # zeros
+        late / late.sum(),
+        np.full(V, 1.0 / V),
+    ]
+    for q in rows:
+        qmax = _block_maxima(q)
+        order = np.lexsort((np.arange(V), -q))[:k]
+        for got in (_fused.top_k(q, k, qmax), _fused.top_k(q, k)):
+            assert np.array_equal(got[1], order) and np.array_equal(got[0], q[order])
+    short = rows[0][: 3 * _fused.BLOCK]  # 3 blocks < k: the unguided pass
+    order = np.lexsort((np.arange(short.size), -short))[:k]
+    assert np.array_equal(_fused.top_k(short, k, _block_maxima(short))[1], order)
+
+
+def test_series_setup_with_block_maxima_is_the_same():
+    """The series' setup with q's block maxima (the compiled route's call) forms the same heavy
+    tokens, moments and bound weights as without them, bit for bit."""
+    p, q = synthetic_pair(30_000, 0.7, 5)
+    sq = np.array([q.sum()])
+    for n in (3, 4, 6):
+        law = bucket.chain_for("without", n)
+        shared = bucket._shared(p[None], q[None], law.fused_sub_bits)
+        a = law.setup(p[None], q[None], sq, np, shared["qmax"])
+        b = law.setup(p[None], q[None], sq, np)
+        for key in ("heavy", "hq", "tau", "Jh", "beta", "tcoef", "Ht", "D_J", "qlight"):
+            assert np.array_equal(a[key], b[key]), (n, key)

@@ -29,6 +29,7 @@ SCRIPT = textwrap.dedent(
     p, q = synthetic_pair(6000, 1.0, 1)
     for s, n in (("with", 2), ("without", 2), ("conditional-poisson", 2), ("without", 3)):
         alpha_star(p, q, n=n, scheme=s)
+    alpha_star(*synthetic_pair(30_000, 1.0, 1), n=5, scheme="without")  # top_many: 25 of 30 blocks
     g = np.random.default_rng(0)
     for con, n in (("relabel", 2), ("cp2", 2), ("seq2", 2), ("cp-swap", 3)):
         sample_plan(build_plan(p, q, n, con), np.arange(n)[None, :], g)
@@ -64,5 +65,5 @@ def test_a_new_process_loads_every_kernel_from_the_cache():
     second = _run()
     missed = {k: v for k, v in second.items() if v[0] > 0}
     assert len(second) >= 20, second  # the kernels of every route ran
-    assert {"fused_series.boundary", "fused_series.survivors"} <= set(second), second
+    assert {"fused_series.boundary", "fused_series.survivors", "fused.top_many"} <= set(second)
     assert not missed, f"compiled again in a new process (closures?): {sorted(missed)}"
