@@ -63,7 +63,20 @@ def _kernels() -> dict[str, Any] | None:
 def serves(law: Any, shared: dict[str, Any], p: Any) -> bool:
     """Whether :func:`solve_row` takes this row: the sequential series (``without``, n >= 3),
     one float64 numpy row on the fused route (window buckets, exact counts), kernels on and the
-    compiled series available (:func:`mdsd_ot.fast._series_jit.available`)."""
+    compiled series available (:func:`mdsd_ot.fast._series_jit.available`).
+
+    Examples
+    --------
+    >>> from mdsd_ot.fast import bucket
+    >>> from mdsd_ot.synthetic import synthetic_pair
+    >>> p, q = synthetic_pair(6000, 1.0, 1)
+    >>> law = bucket.chain_for("without", 3)
+    >>> shared = bucket._shared(p[None], q[None], law.fused_sub_bits)
+    >>> serves(law, shared, p[None]) == _series_jit.available()  # numba installed and on
+    True
+    >>> serves(bucket.chain_for("without", 2), shared, p[None])  # n = 2: the closed form
+    False
+    """
     if law.kernel != "without" or law.n < 3 or "lam" not in law.uses:
         return False
     if not (shared.get("window") and shared.get("Hn") is not None and _fused.one_row(p)):
