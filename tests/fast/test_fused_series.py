@@ -124,9 +124,10 @@ def test_compiled_series_row_on_the_adversarial_rows(n, monkeypatch):
 
 
 def test_declined_rows_give_the_array_answer(monkeypatch):
-    """Rows the compiled row declines (survivors in several runs, too many survivors, among
-    infinite ratios) go the array way: the same α* as with the route off, and the sorting
-    path's."""
+    """A row the compiled row declines (too many survivors: MAX_FRACTION = 0) goes the array
+    way, to the sorting path's α*; a row with half of q zero (ratio +inf) gives the sorting
+    path's α* and numpy's (the other declines, several runs and infinite ratios among the
+    survivors, are checked on the kernel itself below)."""
     p, q = synthetic_pair(30_000, 0.7, 3)
     declined = []
 
@@ -143,7 +144,7 @@ def test_declined_rows_give_the_array_answer(monkeypatch):
     monkeypatch.undo()
     assert declined == [True]
     assert abs(a - fast.alpha_star(p, q, n=3, scheme="without", path="sort")) <= 1e-12
-    # survivors among infinite ratios: q = 0 on tokens holding most of p
+    # half of the tokens of ratio +inf (q = 0)
     rng = np.random.default_rng(4)
     q2 = rng.dirichlet(np.full(6000, 0.5))
     p2 = rng.dirichlet(np.full(6000, 0.5))
