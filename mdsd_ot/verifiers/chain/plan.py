@@ -33,6 +33,10 @@ of accepting a selected token and the residual law.  The constructions
     Acceptance α* wherever the region design fits (measured: everywhere so far); where
     :math:`\sum (s - T)^+` exceeds :data:`~mdsd_ot.verifiers.chain.seq2.TOL` the plan is the
     ``seq-swap`` plan, with ``info["fallback"]``.
+``seq-best`` (sequential without replacement, n >= 3)
+    The ``stream`` plan where its acceptance reaches α* (to :data:`~.swap.STREAM_TOL`), else the
+    better of ``stream`` and ``seq-swap`` (:func:`~.swap.seq_best_plan`); the plan's
+    ``construction`` names the one chosen, ``info["seq-best"]`` the choice.
 
 Examples
 --------
@@ -61,7 +65,7 @@ __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 
 #: The constructions, in the order of the module docstring.
 CONSTRUCTIONS: tuple[str, ...] = (
-    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq2"
+    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq2", "seq-best"
 )  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
@@ -379,6 +383,10 @@ def _build(p, q, n, construction, order) -> Plan:
         from .swap import swap_plan
 
         plan = swap_plan(p, q, n, order, construction)
+    elif construction == "seq-best":  # n >= 3 sequential: stream where it attains α*
+        from .swap import seq_best_plan
+
+        plan = seq_best_plan(p, q, n, order)
     elif construction == "seq2":  # n = 2 sequential; seq-swap where seq2 falls short
         from .seq2 import seq2_or_swap_plan
 

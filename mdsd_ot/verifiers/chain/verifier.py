@@ -11,7 +11,10 @@ law                        construction    acceptance
 ``ConditionalPoisson``     ``cp-swap``     :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified
 ``WithoutReplacement``     ``seq2`` (n=2)  α* where its design fits (rounding only; checked per
                                            position), else the ``seq-swap`` plan
-``WithoutReplacement``     ``seq-swap``    :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified
+``WithoutReplacement``     ``seq-best``    n >= 3: ``stream`` where α* of i.i.d. drafts reaches
+                                           α* (to 1e-12), else the better of ``stream`` and
+                                           ``seq-swap`` (:math:`\sum \min(s, T)` = α* − ε,
+                                           ε certified)
 any of them, n = 1         ``top``         :math:`\sum \min(p, q)` = α* (T4)
 =========================  ==============  =================================================
 
@@ -49,13 +52,13 @@ EXACT: tuple[str, ...] = ("relabel", "cp2")
 #: Constructions whose acceptance is α* − ε with a certified ε: the swap constructions (measured
 #: ~1e-11; see the note) and ``seq2`` (α* up to rounding where its design fits, which is checked
 #: per position; where it does not, its plan is the ``seq-swap`` plan).
-CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap", "seq2")
+CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap", "seq2", "seq-best")
 
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
 _CONSTRUCTION: dict[type, Any] = {
     WithReplacement: lambda n: "relabel",
     ConditionalPoisson: lambda n: "cp2" if n == 2 else "cp-swap",
-    WithoutReplacement: lambda n: "seq2" if n == 2 else "seq-swap",
+    WithoutReplacement: lambda n: "seq2" if n == 2 else "seq-best",
 }
 
 
@@ -64,8 +67,8 @@ def construction_for(draft: DraftLaw) -> str | None:
 
     Examples
     --------
-    >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))
-    'seq-swap'
+    >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))  # stream or seq-swap, per position
+    'seq-best'
     >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 2))  # seq-swap where seq2 falls short
     'seq2'
     """
@@ -108,7 +111,12 @@ class ChainOptimal(Verifier):
         certified shortfall (up to the fast solver's accuracy ``alpha_accuracy``).  For two
         sequential drafts ``construction`` is ``seq2``, or ``seq-swap`` where seq2 fell short of
         α* by more than :data:`~mdsd_ot.verifiers.chain.seq2.TOL` (``fallback`` then records the
-        seq2 attempt: its shortfall, rounds and largest overfull ratio).
+        seq2 attempt: its shortfall, rounds and largest overfull ratio); for n >= 3 it is
+        ``stream`` or ``seq-swap``, as chosen per position (``seq-best`` records the choice).
+
+        ``acceptance`` is the certified acceptance: the accepted sub-law :math:`\sum \min(s, T)`,
+        a lower bound of the true acceptance (where ε > 0 the residual draw may land in the
+        drafts too).
         """
         from ...fast import alpha_star, error_bound
 
@@ -121,8 +129,8 @@ class ChainOptimal(Verifier):
         n = plan.n
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
         extra: dict[str, Any] = {}
-        keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback")
-        if plan.pieces is not None or plan.seq2 is not None:
+        keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback", "seq-best")
+        if plan.pieces is not None or plan.seq2 is not None or "seq-best" in plan.info:
             extra = {k: plan.info[k] for k in keys if k in plan.info}
         return {
             **extra,
@@ -191,6 +199,12 @@ class ChainOptimal(Verifier):
             if plan is not None:
                 return plan
             con = "seq-swap"
+        if con == "seq-best":  # the construction the float plan chose at this position
+            pf = np.array([float(x) for x in p])
+            qf = np.array([float(x) for x in q])
+            con = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con).construction
+            if con == "stream":
+                return exact_plan(list(p), q, draft.n, con, Q_of)
         if con in CERTIFIED and draft.n > 1:
             return exact_swap_plan(list(p), q, draft.n, con, draft.joint_items(exact=exact), Q_of)
         return exact_plan(list(p), q, draft.n, con, Q_of)
