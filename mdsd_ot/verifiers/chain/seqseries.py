@@ -48,21 +48,52 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from functools import cache
+from typing import Any
 
 import numpy as np
 
+from ...fast import _fused
 from ...fast._moments import beta_weights, kappa_table
 from .cutlaw import U, before_after, blocked_cumsum, cumsum_depth, gamma, total_mass
 from .pieces import PieceKernel
 
-__all__ = ["seq_series_law", "choose_plan"]
+__all__ = ["seq_series_law", "choose_plan", "kernels", "heavy_moments"]
 
 _RHO = 0.12  # target ratio of the light series' tail
 _M_MAX = 40
 _CHUNK = 8192
+_BLOCK = 64  # pieces side by side in the compiled pass (divides _CHUNK)
+
+
+def kernels() -> dict[str, Any] | None:
+    """The compiled passes of the series (:mod:`._seqseries_nb`), or None when they are off
+    (no numba, ``MDSD_OT_JIT=0``, or inside :func:`mdsd_ot.fast._fused.disabled`).
+
+    Examples
+    --------
+    >>> from mdsd_ot.fast._fused import disabled
+    >>> with disabled():
+    ...     kernels() is None
+    True
+    """
+    if not _fused.enabled():
+        return None
+    return _compiled()
+
+
+@functools.cache
+def _compiled() -> dict[str, Any] | None:
+    """The kernels by key (compiled or loaded from numba's disk cache on first call), or None
+    without numba."""
+    if _fused.jit_decorator() is None:
+        return None
+    from . import _seqseries_nb as nb
+
+    return {"heavy": nb._k_heavy, "series": nb._k_series}
 
 
 def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndarray]:
@@ -113,15 +144,86 @@ def _layers(m: int, n: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     return tuple(out)
 
 
-def _heavy(W: np.ndarray, T_hi: float, T_lo: float, tau: float, K: int, n: int) -> np.ndarray:
-    r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) for S heavy configurations ``W`` (S, m)."""
-    S, m = W.shape
+@cache
+def _flat_layers(m: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_layers` by global index (0: the empty set; size a holds ``lay[a] <= i <
+    lay[a + 1]``, in :func:`_layers`' order): the members ``mem`` (N, max(1, A)), the global
+    index ``par[i, r]`` of the subset less member r and the members' bit set ``mask`` (N,),
+    for the compiled pass (m <= 62)."""
+    layers = _layers(m, n)
+    lay = np.cumsum([0, 1] + [len(sub) for sub, _ in layers]).astype(np.int64)
+    mem = np.zeros((int(lay[-1]), max(1, len(layers))), dtype=np.int64)
+    par = np.zeros_like(mem)
+    mask = np.zeros(len(mem), dtype=np.int64)
+    for a, (sub, ranks) in enumerate(layers, start=1):
+        mem[lay[a] : lay[a + 1], :a] = sub
+        par[lay[a] : lay[a + 1], :a] = ranks.T + lay[a - 1]
+        mask[lay[a] : lay[a + 1]] = np.left_shift(np.int64(1), sub).sum(axis=1)
+    return lay, mem, par, mask
+
+
+def _g0(T_hi: float, T_lo: float, tau: float, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """``k tau`` (k = 0..K) and the moments of :math:`G_\\emptyset`."""
     T = T_hi + T_lo
     kt = np.arange(K + 1) * tau
     g0 = np.empty(K + 1)
     g0[0] = 1.0 / T
     for k in range(1, K + 1):
         g0[k] = kt[k] * g0[k - 1] / T
+    return kt, g0
+
+
+def heavy_moments(
+    W: np.ndarray, T_hi: float, T_lo: float, tau: float, K: int, n: int
+) -> np.ndarray:
+    r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) of the heavy configurations ``W`` (S, m):
+    compiled when the kernels are on, else :func:`_heavy` in batches; bit-identical.
+
+    The compiled pass goes through the configurations in order, keeping every
+    :math:`G_D`; a :math:`G_D` depends only on the masses of D's members (and T, τ), so only
+    the subsets holding a token whose mass differs from the previous configuration's (one token
+    between consecutive configurations of :func:`seq_series_law`) are recomputed, by the same
+    operations as :func:`_heavy` on the same operands (a recomputation with the same inputs
+    gives the same bits).  :math:`J_{a,k}` sums the layer's :math:`G_D` in subset order,
+    ``((G_1 + G_2) + G_3) + ...``: the order of numpy's ``g.sum(axis=1)`` on the C-ordered
+    (S, N_a, K+1) array, whose reduced axis is not the innermost one, so numpy adds the rows
+    one after the other (no pairwise summation; checked in ``tests/verifiers/
+    test_seqseries_jit.py``).
+
+    Examples
+    --------
+    >>> W = np.array([[0.3, 0.2], [0.3, 0.25]])
+    >>> J = heavy_moments(W, 1.0, 0.0, 0.1, 3, 3)
+    >>> with _fused.disabled():
+    ...     J0 = heavy_moments(W, 1.0, 0.0, 0.1, 3, 3)
+    >>> J.shape, bool(np.array_equal(J, J0))
+    ((2, 3, 4), True)
+    """
+    S, m = W.shape
+    ks = kernels()
+    if ks is None or S == 0 or m > 62:
+        step_s = max(1, 2**22 // (max(1, math.comb(m, min(n - 1, m))) * (K + 1)))
+        return np.concatenate([_heavy(W[i : i + step_s], T_hi, T_lo, tau, K, n)
+                               for i in range(0, max(S, 1), step_s)])[:S]  # fmt: skip
+    kt, g0 = _g0(T_hi, T_lo, tau, K)
+    lay, mem, par, mask = _flat_layers(m, n)
+    J = np.zeros((S, n, K + 1))
+    J[:, 0, :] = g0
+    N = int(lay[-1])
+    G, dd, todo = np.empty((N, K + 1)), np.empty(N), np.empty(N, dtype=np.int64)
+    wv, pv = np.empty(mem.shape), np.empty(mem.shape, dtype=np.int64)
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    ks["heavy"](
+        W, float(T_hi), float(T_lo), kt, g0, mem, par, mask, lay, J, G, dd, todo, np.empty(K + 1),
+        wv, pv,
+    )  # fmt: skip
+    return J
+
+
+def _heavy(W: np.ndarray, T_hi: float, T_lo: float, tau: float, K: int, n: int) -> np.ndarray:
+    r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) for S heavy configurations ``W`` (S, m)."""
+    S, m = W.shape
+    kt, g0 = _g0(T_hi, T_lo, tau, K)
     J = np.zeros((S, n, K + 1))
     J[:, 0, :] = g0
     prev = np.broadcast_to(g0, (S, 1, K + 1))
@@ -163,9 +265,7 @@ def seq_series_law(
         step = np.zeros((len(ev), m))
         step[np.arange(len(ev)), hp[ev]] = d[ev]
         Wc[1:] = np.cumsum(step, axis=0)
-    step_s = max(1, 2**22 // (max(1, math.comb(m, min(n - 1, m))) * (K + 1)))
-    J = np.concatenate([_heavy(Wc[i : i + step_s], T_hi, T_lo, tau, K, n)
-                        for i in range(0, len(Wc), step_s)])  # fmt: skip
+    J = heavy_moments(Wc, T_hi, T_lo, tau, K, n)
     Jh = np.cumsum(J, axis=1)[:, ::-1, :]  # Jh[:, l] = sum_{a <= n-1-l} J_a
     seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
     # light power-sum increments ((v+d)^j - v^j)/tau^j = (d/tau) sum_{i<j} ((v+d)/tau)^i (v/tau)^(j-1-i)
@@ -198,6 +298,45 @@ def seq_series_law(
     g_tot = gamma(D_tot)
     Phi = np.empty(P + 1)
     bound = np.zeros(P + 1)
+    ks = kernels()
+    if ks is not None and P:
+        ks["series"](
+            d, v, light.view(np.uint8), seg, lam, np.ascontiguousarray(Jh), beta, tail, kap,
+            float(tau), n, _CHUNK, g_tot, Phi, bound, _BLOCK,
+        )  # fmt: skip
+    else:
+        _pieces(d, v, light, seg, lam, Jh, beta, tail, kap, tau, n, g_tot, Phi, bound)
+    Phi[0] = 0.0
+    exact0 = first < n
+    Phi[exact0] = 0.0
+    bound[exact0] = 0.0
+    Phi[-1] = 1.0
+    bound[-1] = 0.0
+    np.clip(Phi, 0.0, 1.0, out=Phi)
+    Tl = np.bincount(kern.tok, np.diff(Phi), V)
+    return Tl, 2.0 * float(bound.sum())
+
+
+def _pieces(
+    d: np.ndarray,
+    v: np.ndarray,
+    light: np.ndarray,
+    seg: np.ndarray,
+    lam: np.ndarray,
+    Jh: np.ndarray,
+    beta: np.ndarray,
+    tail: np.ndarray,
+    kap: np.ndarray,
+    tau: float,
+    n: int,
+    g_tot: float,
+    Phi: np.ndarray,
+    bound: np.ndarray,
+) -> None:
+    """The numpy route of :func:`seq_series_law`'s pass over the pieces, in chunks: Φ and the
+    cut bound of the cuts 1..P written to ``Phi`` and ``bound``."""
+    P = len(d)
+    K = kap.shape[0] - 1
     carry = np.zeros(K + 1)
     for c0 in range(0, P, _CHUNK):
         c1 = min(P, c0 + _CHUNK)
@@ -243,12 +382,3 @@ def seq_series_law(
             s_abs += B_l * beta[sg, l]
             tl += p1l * tail[sg, l]
         bound[c0 + 1 : c1 + 1] = (g_tot * lm * s_abs + lm * tl + 4 * U) * (1 + 1e-6)
-    Phi[0] = 0.0
-    exact0 = first < n
-    Phi[exact0] = 0.0
-    bound[exact0] = 0.0
-    Phi[-1] = 1.0
-    bound[-1] = 0.0
-    np.clip(Phi, 0.0, 1.0, out=Phi)
-    Tl = np.bincount(kern.tok, np.diff(Phi), V)
-    return Tl, 2.0 * float(bound.sum())

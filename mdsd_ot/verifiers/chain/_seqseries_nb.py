@@ -1,0 +1,230 @@
+r"""The compiled loops of the sequential series (:mod:`.seqseries`), at module level (numba).
+
+``_k_heavy``: the scaled heavy moments :math:`J_{a,k}` of every heavy configuration, in one
+pass over the configurations that recomputes only the subsets D holding a token whose mass
+changed (:func:`.seqseries._heavy`'s operations, bit-identical).  ``_k_series``: the pass over
+the pieces of :func:`.seqseries.seq_series_law` (power sums, the cumulant series, the sum with
+the heavy moments, Φ and the cut bound), blocks of pieces side by side so that the loops over a
+block vectorise.
+
+Imported only when numba is installed (:func:`.seqseries.kernels`).  Module-level functions (not
+closures), neither calling another kernel, so that numba's disk cache serves them to every new
+process.  Why their operations are the numpy route's is documented in :mod:`.seqseries`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...fast._fused import jit_decorator
+
+U = 2.0**-53  #: unit roundoff (:data:`.cutlaw.U`)
+
+jit = jit_decorator()
+
+
+@jit
+def _k_heavy(
+    W, T_hi, T_lo, kt, g0, mem, par, mask, lay, J, G, dd, todo, acc, wv, pv
+):  # pragma: no cover - compiled
+    # W (S, m) configurations; subsets by global index i (0: the empty set, size a holds
+    # lay[a] <= i < lay[a + 1]), members mem[i, :a] ascending (bit set mask[i]), par[i, r] the
+    # index of D less member r; G (N, K + 1) the G_D of the current configuration, dd (N,) their
+    # d(D); J (S, n, K + 1) written for a = 1 .. A (the caller sets a = 0 and the rest).  Each
+    # G_D recomputed is formed by _heavy's operations on the same operands; only the schedule
+    # differs (for a >= 2 the Taylor order k outside the subsets of the size, so that the
+    # divisions of independent subsets overlap); wv, pv (N, max a) scratch: the recomputed
+    # subsets' member masses and parents
+    S, m = W.shape
+    K1 = kt.shape[0]
+    A = lay.shape[0] - 2
+    for k in range(K1):
+        G[0, k] = g0[k]
+    for s in range(S):
+        chm = 0
+        for t in range(m):
+            if s == 0 or not (W[s, t] == W[s - 1, t]):
+                chm |= np.int64(1) << t
+        if chm == 0:  # the same masses: the same G_D, the same sums
+            for a in range(1, A + 1):
+                for k in range(K1):
+                    J[s, a, k] = J[s - 1, a, k]
+            continue
+        for a in range(1, A + 1):
+            nt = 0
+            for i in range(lay[a], lay[a + 1]):
+                if mask[i] & chm:  # a member changed (else G_D's inputs, and bits, are the same)
+                    todo[nt] = i
+                    nt += 1
+                    # d(D) = T - w(D) by the TwoSum chain of seqseries._dd
+                    h = T_hi
+                    lo = T_lo
+                    for r in range(a):
+                        b = -W[s, mem[i, r]]
+                        sm = h + b
+                        bb = sm - h
+                        lo = lo + ((h - (sm - bb)) + (b - bb))
+                        h = sm
+                    dd[i] = h + lo
+            for u in range(nt):  # the members' masses and the parents, by position
+                i = todo[u]
+                for r in range(a):
+                    wv[u, r] = W[s, mem[i, r]]
+                    pv[u, r] = par[i, r]
+            if a == 1:
+                for u in range(nt):
+                    i = todo[u]
+                    w0 = wv[u, 0]
+                    di = dd[i]
+                    g = w0 * G[0, 0] / di
+                    G[i, 0] = g
+                    for k in range(1, K1):
+                        g = (w0 * G[0, k] + kt[k] * g) / di
+                        G[i, k] = g
+            elif a == 2:
+                for k in range(K1):
+                    for u in range(nt):
+                        i = todo[u]
+                        f = wv[u, 0] * G[pv[u, 0], k]
+                        f += wv[u, 1] * G[pv[u, 1], k]
+                        if k == 0:
+                            G[i, 0] = f / dd[i]
+                        else:
+                            G[i, k] = (f + kt[k] * G[i, k - 1]) / dd[i]
+            elif a == 3:
+                for k in range(K1):
+                    for u in range(nt):
+                        i = todo[u]
+                        f = wv[u, 0] * G[pv[u, 0], k]
+                        f += wv[u, 1] * G[pv[u, 1], k]
+                        f += wv[u, 2] * G[pv[u, 2], k]
+                        if k == 0:
+                            G[i, 0] = f / dd[i]
+                        else:
+                            G[i, k] = (f + kt[k] * G[i, k - 1]) / dd[i]
+            else:
+                for k in range(K1):
+                    for u in range(nt):
+                        i = todo[u]
+                        f = wv[u, 0] * G[pv[u, 0], k]
+                        for r in range(1, a):
+                            f += wv[u, r] * G[pv[u, r], k]
+                        if k == 0:
+                            G[i, 0] = f / dd[i]
+                        else:
+                            G[i, k] = (f + kt[k] * G[i, k - 1]) / dd[i]
+            # J_a = the layer's G_D summed in index order (numpy's g.sum(axis=1))
+            i0 = lay[a]
+            for k in range(K1):
+                acc[k] = G[i0, k]
+            for i in range(i0 + 1, lay[a + 1]):
+                for k in range(K1):
+                    acc[k] += G[i, k]
+            for k in range(K1):
+                J[s, a, k] = acc[k]
+
+
+@jit
+def _k_series(
+    d, v, light, seg, lam, Jh, beta, tail, kap, tau, n, chunk, g_tot, Phi, bound, B
+):  # pragma: no cover - compiled
+    # seq_series_law's loop over the pieces; cut c + 1 (after piece c) is written to Phi and
+    # bound.  Pieces in blocks of B (B divides chunk): per block the power sums one piece after
+    # the other (the cumulative sums restart every `chunk` pieces, with the carry), then the
+    # cumulant series, the sums and the bound with the block's pieces side by side
+    P = d.shape[0]
+    K1 = kap.shape[0]
+    pi = np.zeros((K1, B))
+    Lam = np.zeros((n, K1, B))
+    cser = np.zeros((n, K1, B))
+    acc = np.zeros((K1, B))
+    prod = np.zeros((K1, B))
+    Sv = np.zeros(B)
+    cs = np.zeros(K1)
+    carry = np.zeros(K1)
+    inc = np.zeros(K1)
+    for c0 in range(0, P, B):
+        nb = min(B, P - c0)
+        for b in range(nb):
+            c = c0 + b
+            zc = 0.0
+            vc = 0.0
+            if light[c] and tau > 0:
+                zc = d[c] / tau
+                vc = v[c] / tau
+            up = vc + zc
+            pw = 1.0
+            raw = 0.0
+            inc[0] = 0.0
+            for j in range(1, K1):  # sum_{i<j} up^i vc^(j-1-i), by a Horner step
+                pwp = pw
+                pw = pw * up
+                if j == 1:
+                    raw = 0.0 + pwp
+                else:
+                    raw = raw * vc + pwp
+                inc[j] = raw * zc
+            first = c % chunk == 0
+            for j in range(K1):
+                if first:
+                    cs[j] = inc[j]
+                else:
+                    cs[j] = cs[j] + inc[j]
+                pi[j, b] = cs[j] + carry[j]
+            if c % chunk == chunk - 1 or c == P - 1:
+                for j in range(K1):
+                    carry[j] = pi[j, b]
+        for i in range(1, n):
+            for j in range(K1):
+                kj = kap[j, i]
+                for b in range(nb):
+                    Lam[i, j, b] = kj * pi[j, b]
+        for k in range(K1):
+            for b in range(nb):
+                cser[0, k, b] = 1.0 if k == 0 else 0.0
+        for l in range(1, n):
+            fl = float(l)
+            for k in range(K1):
+                for b in range(nb):
+                    acc[k, b] = fl * Lam[l, k, b]
+            for i in range(1, l):
+                for k in range(K1):
+                    for b in range(nb):
+                        prod[k, b] = 0.0
+                for jj in range(1, K1):
+                    for k in range(jj, K1):
+                        for b in range(nb):
+                            prod[k, b] += Lam[i, jj, b] * cser[l - i, k - jj, b]
+                fi = float(i)
+                for k in range(K1):
+                    for b in range(nb):
+                        acc[k, b] = acc[k, b] + fi * prod[k, b]
+            for k in range(K1):
+                for b in range(nb):
+                    cser[l, k, b] = acc[k, b] / fl
+        for b in range(nb):
+            Sv[b] = 0.0
+        for l in range(n):
+            for b in range(nb):
+                sg = seg[c0 + b + 1]
+                e = 0.0  # the einsum's sum over k, in order
+                for k in range(K1):
+                    e = e + cser[l, k, b] * Jh[sg, l, k]
+                Sv[b] = Sv[b] + e
+        for b in range(nb):
+            c = c0 + b
+            sg = seg[c + 1]
+            lm = lam[c + 1]
+            Phi[c + 1] = 1.0 - lm * Sv[b]
+            p1 = pi[1, b]
+            s_abs = beta[sg, 0]
+            tl = 0.0
+            B_l = 1.0
+            p1l = 1.0
+            for l in range(1, n):
+                fl = float(l)
+                B_l = B_l * (p1 + fl - 1.0) / fl
+                p1l = p1l * p1
+                s_abs = s_abs + B_l * beta[sg, l]
+                tl = tl + p1l * tail[sg, l]
+            bound[c + 1] = (g_tot * lm * s_abs + lm * tl + 4.0 * U) * (1.0 + 1e-6)
