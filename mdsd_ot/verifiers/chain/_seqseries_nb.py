@@ -139,10 +139,12 @@ def _k_series(
     cser = np.zeros((n, K1, B))
     acc = np.zeros((K1, B))
     prod = np.zeros((K1, B))
-    Sv = np.zeros(B)
+    inc = np.zeros((K1, B))
+    zb, vb, ub, pw, raw = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
+    Sv, e = np.zeros(B), np.zeros(B)
+    sgb = np.zeros(B, dtype=np.int64)
     cs = np.zeros(K1)
     carry = np.zeros(K1)
-    inc = np.zeros(K1)
     for c0 in range(0, P, B):
         nb = min(B, P - c0)
         for b in range(nb):
@@ -152,24 +154,29 @@ def _k_series(
             if light[c] and tau > 0:
                 zc = d[c] / tau
                 vc = v[c] / tau
-            up = vc + zc
-            pw = 1.0
-            raw = 0.0
-            inc[0] = 0.0
-            for j in range(1, K1):  # sum_{i<j} up^i vc^(j-1-i), by a Horner step
-                pwp = pw
-                pw = pw * up
+            zb[b] = zc
+            vb[b] = vc
+            ub[b] = vc + zc
+            pw[b] = 1.0
+            inc[0, b] = 0.0
+        for j in range(1, K1):  # sum_{i<j} up^i vv^(j-1-i), by a Horner step
+            for b in range(nb):
+                pwp = pw[b]
+                pw[b] = pwp * ub[b]
                 if j == 1:
-                    raw = 0.0 + pwp
+                    raw[b] = 0.0 + pwp
                 else:
-                    raw = raw * vc + pwp
-                inc[j] = raw * zc
-            first = c % chunk == 0
+                    raw[b] = raw[b] * vb[b] + pwp
+                inc[j, b] = raw[b] * zb[b]
+        for b in range(nb):  # the cumulative sums, restarted with the carry every chunk
+            c = c0 + b
+            if c % chunk == 0:
+                for j in range(K1):
+                    cs[j] = inc[j, b]
+            else:
+                for j in range(K1):
+                    cs[j] = cs[j] + inc[j, b]
             for j in range(K1):
-                if first:
-                    cs[j] = inc[j]
-                else:
-                    cs[j] = cs[j] + inc[j]
                 pi[j, b] = cs[j] + carry[j]
             if c % chunk == chunk - 1 or c == P - 1:
                 for j in range(K1):
@@ -204,13 +211,15 @@ def _k_series(
                     cser[l, k, b] = acc[k, b] / fl
         for b in range(nb):
             Sv[b] = 0.0
+            sgb[b] = seg[c0 + b + 1]
         for l in range(n):
             for b in range(nb):
-                sg = seg[c0 + b + 1]
-                e = 0.0  # the einsum's sum over k, in order
-                for k in range(K1):
-                    e = e + cser[l, k, b] * Jh[sg, l, k]
-                Sv[b] = Sv[b] + e
+                e[b] = 0.0  # the einsum's sum over k, in order
+            for k in range(K1):
+                for b in range(nb):
+                    e[b] = e[b] + cser[l, k, b] * Jh[sgb[b], l, k]
+            for b in range(nb):
+                Sv[b] = Sv[b] + e[b]
         for b in range(nb):
             c = c0 + b
             sg = seg[c + 1]

@@ -301,7 +301,7 @@ def seq_series_law(
     ks = kernels()
     if ks is not None and P:
         ks["series"](
-            d, v, light.view(np.uint8), seg, lam, np.ascontiguousarray(Jh), beta, tail, kap,
+            d, v, light.view(np.uint8), seg, lam, Jh, beta, tail, kap,
             float(tau), n, _CHUNK, g_tot, Phi, bound, _BLOCK,
         )  # fmt: skip
     else:

@@ -1,0 +1,201 @@
+"""The compiled passes of the sequential series (mdsd_ot.verifiers.chain.seqseries, numba).
+
+What is compared bitwise (tolerance 0): the heavy moments J (the incremental compiled pass
+against numpy's batched one), and the law's error bound (it does not depend on the one sum whose
+order numpy does not fix).  The law itself is compared within 1e-14 per slot and within the
+reported bound in total; bitwise as well where numpy's ``einsum("kc,ck->c")`` is observed to
+sum in order (:func:`_einsum_in_order`; it is on numpy 2.x on x86-64).  The compiled law is
+checked against the exact law in Fractions (Lemma 9), and the ``seq-swap`` plan against the
+numpy route's.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as Fr
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the jit extra is not installed")
+
+from mdsd_ot import drafts  # noqa: E402
+from mdsd_ot.fast._fused import disabled  # noqa: E402
+from mdsd_ot.synthetic import synthetic_pair  # noqa: E402
+from mdsd_ot.verifiers.chain import _cutjit, build_plan, pieces, seqseries  # noqa: E402
+from mdsd_ot.verifiers.chain.exact import ExactPlan, select_law  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not _cutjit.enabled() or seqseries.kernels() is None, reason="compiled passes disabled"
+)
+
+
+def _same(a, b) -> bool:
+    """Bitwise equality of two arrays (values, dtype and shape; tolerance 0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def _einsum_in_order() -> bool:
+    """Whether numpy's ``einsum("kc,ck->c", a, b)`` equals the in-order sum
+    ``((0 + a_0 b_0) + a_1 b_1) + ...`` on data whose sums depend on the order."""
+    g = np.random.default_rng(5)
+    for K1, C in ((2, 7), (13, 8192), (41, 300)):
+        a = g.standard_normal((K1, C)) * 10.0 ** g.integers(-12, 12, (K1, C))
+        b = g.standard_normal((C, K1)) * 10.0 ** g.integers(-12, 12, (C, K1))
+        ref = np.zeros(C)
+        for k in range(K1):
+            ref = ref + a[k] * b[:, k]
+        if not _same(np.einsum("kc,ck->c", a, b), ref):
+            return False
+    return True
+
+
+def _q(g: np.random.Generator, V: int, kind: str) -> np.ndarray:
+    q = g.dirichlet(np.full(V, 0.4))
+    if kind == "ties":
+        q[: V // 2] = q[0]
+    elif kind == "zeros":
+        q[-max(1, V // 5) :] = 0.0
+    elif kind == "heavy":
+        q[g.integers(V)] += 1.5
+    return q / q.sum()
+
+
+def _kernel(g: np.random.Generator, q: np.ndarray, P: int, reach: int, on_top: int):
+    """A random piece kernel: P pairs x < y among the live tokens, and ``on_top`` more whose
+    lower end is one of the four heaviest tokens (heavy tokens split in many pieces)."""
+    live = np.flatnonzero(q > 0)
+    i = g.integers(0, len(live) - 1, P)
+    j = np.minimum(i + 1 + g.integers(0, reach, P), len(live) - 1)
+    x, y = live[i], live[j]
+    top = np.argsort(-q, kind="stable")[:4]
+    hx = top[g.integers(0, len(top), on_top)]
+    hy = np.minimum(hx + 1 + g.integers(0, reach, on_top), len(q) - 1)
+    x, y = np.concatenate([x, hx]), np.concatenate([y, hy])
+    keep = (x < y) & (q[y] > 0)
+    x, y = x[keep], y[keep]
+    a = g.random(len(x)) * q[x] * 0.4 / (1 + (np.isin(x, top) * on_top) ** 0.5)
+    b = g.random(len(x)) * q[y] * 0.4
+    a[::5] = 0.0  # zero masses
+    return pieces.build_pieces(q, x, y, a, b)
+
+
+# -- the heavy moments -------------------------------------------------------------------------
+
+
+def test_numpy_sums_the_subsets_in_order():
+    """``g.sum(axis=1)`` on a C-ordered (S, N, K+1) array adds the rows one after the other:
+    the order the compiled J_a reproduces."""
+    g = np.random.default_rng(1)
+    for S, N, K1 in ((1, 1, 2), (3, 9, 2), (40, 56, 13), (7, 120, 41), (1, 84, 7)):
+        x = g.random((S, N, K1)) * 10.0 ** g.integers(-10, 10, (S, N, K1))
+        ref = x[:, 0, :].copy()
+        for i in range(1, N):
+            ref = ref + x[:, i, :]
+        assert _same(x.sum(axis=1), ref)  # tolerance 0
+
+
+@pytest.mark.parametrize(
+    "m, n, K", [(8, 4, 12), (3, 5, 7), (1, 3, 6), (10, 3, 20), (2, 5, 1), (7, 5, 9), (4, 6, 5)]
+)
+def test_heavy_moments_match_numpy(m, n, K):
+    """Configurations one heavy token apart (as seq_series_law makes them), repeated ones (a
+    zero step), and rows where every token changes: the same bits as the batched numpy pass."""
+    g = np.random.default_rng([m, n, K])
+    S = 700
+    steps = np.zeros((S - 1, m))
+    steps[np.arange(S - 1), g.integers(0, m, S - 1)] = g.random(S - 1) * 1e-3
+    steps[::7] = 0.0
+    W = np.vstack([np.zeros(m), np.cumsum(steps, axis=0)])
+    W[5:9] = g.random((4, m)) * 0.1
+    W[20:23] = W[19]
+    T_hi, T_lo = 1.0 + 2.0**-40, -(2.0**-95)
+    J1 = seqseries.heavy_moments(W, T_hi, T_lo, 0.01, K, n)
+    with disabled():
+        assert seqseries.kernels() is None
+        J0 = seqseries.heavy_moments(W, T_hi, T_lo, 0.01, K, n)
+    assert _same(J1, J0)  # tolerance 0
+    assert J1[:, 1].max() > 0 and np.all(J1[:, m + 1 :] == 0)  # sizes above m: none
+
+
+# -- the law -----------------------------------------------------------------------------------
+
+
+CASES = [
+    (V, P, kind, n)
+    for V, P in ((3, 2), (7, 12), (60, 400), (2000, 3000), (3000, 14000))
+    for kind in ("plain", "ties", "zeros", "heavy")
+    for n in (3, 4, 5)
+    if n <= V and (V <= 60 or kind != "ties" or n != 5)
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_law_matches_numpy(case):
+    """The law and its bound on both routes: the bound bitwise, the law within 1e-14 per slot
+    and within the bound in total (bitwise where numpy's einsum sums in order).  The larger
+    kernels cross the chunks of 8192 pieces and end on a partial block."""
+    V, P, kind, n = case
+    g = np.random.default_rng([V, P, len(kind), n])
+    q = _q(g, V, kind)
+    if (q > 0).sum() < n + 1:
+        q[:] = 1.0 / V
+    kern = _kernel(g, q, P, 40, min(P, 300))
+    T1, e1 = seqseries.seq_series_law(q, n, kern)
+    with disabled():
+        T0, e0 = seqseries.seq_series_law(q, n, kern)
+    assert e1 == e0  # the bound, tolerance 0
+    assert np.abs(T1 - T0).max() <= 1e-14 and np.abs(T1 - T0).sum() <= e0
+    if _einsum_in_order():
+        assert _same(T1, T0)
+    assert abs(T1.sum() - 1.0) <= 1e-12
+
+
+def _exact_seq_law(q: np.ndarray, n: int, kern: pieces.PieceKernel) -> list[Fr]:
+    """The kernel's law under sequential drafts from q / sum(q) read exactly (Lemma 9, by
+    enumeration of the draft tuples; as ``proofs/optimal_checks.check_series_bound``)."""
+    V = len(q)
+    qq = [Fr(float(v)) for v in q]
+    qq = [v / sum(qq, Fr(0)) for v in qq]
+    rows: list[dict[int, Fr]] = [{} for _ in range(V)]
+    for lev, (k, pr) in enumerate(zip(kern.tok.tolist(), kern.prob.tolist(), strict=True)):
+        rows[k][lev] = Fr(pr)
+    plan = ExactPlan("seq-swap", n, qq, list(range(V)), rows, [], [], Fr(0), [])
+    law = drafts.WithoutReplacement([str(v) for v in qq], n)
+    exact = [Fr(0)] * V
+    for tup, w in law.joint_items(exact=True).items():
+        for k, pr in select_law(plan, tuple(tup)).items():
+            exact[k] += w * pr
+    return exact
+
+
+def test_compiled_law_within_its_bound_of_the_exact_law():
+    g = np.random.default_rng(23)
+    worst = 0.0
+    for trial in range(10):
+        V, n = int(g.integers(4, 7)), 3 + trial % 2
+        q = _q(g, V, ("plain", "heavy", "ties", "zeros")[trial % 4])
+        if (q > 0).sum() < n + 1:
+            q = g.dirichlet(np.full(V, 0.6))
+        kern = _kernel(g, q, int(g.integers(1, 6)), 3, 3 * (trial % 2))
+        T, err = seqseries.seq_series_law(q, n, kern)
+        dev = sum(abs(Fr(float(u)) - w) for u, w in zip(T, _exact_seq_law(q, n, kern), strict=True))
+        assert dev <= Fr(err), (trial, float(dev), err)  # the reported bound, exactly
+        worst = max(worst, float(dev))
+    assert worst > 0.0  # rounding happened: the comparison is not vacuous
+
+
+# -- the construction --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_seq_swap_plan_the_same_without_kernels(n):
+    p, q = synthetic_pair(2000, 1.0, np.random.default_rng(1), noise=1.0)
+    qs = drafts.WithoutReplacement(q, n).q
+    with disabled():
+        ref = build_plan(p, qs, n, "seq-swap")
+    plan = build_plan(p, qs, n, "seq-swap")
+    assert plan.construction == ref.construction == "seq-swap"
+    assert abs(plan.acceptance - ref.acceptance) <= 1e-12
+    assert abs(plan.law_error - ref.law_error) <= 1e-12 * ref.law_error
+    assert np.abs(plan.T - ref.T).max() <= 1e-12
