@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     from mdsd_ot.fast import _fused, _fused_row, _fused_series, _series_jit, alpha_star
     from mdsd_ot.synthetic import synthetic_pair
-    from mdsd_ot.verifiers.chain import _cutjit, _passes, build_plan
+    from mdsd_ot.verifiers.chain import _cutjit, _passes, build_plan, seqseries
     from mdsd_ot.verifiers.chain.sample import sample_plan
 
     p, q = synthetic_pair(6000, 1.0, 1)
@@ -33,11 +33,13 @@ SCRIPT = textwrap.dedent(
     g = np.random.default_rng(0)
     for con, n in (("relabel", 2), ("cp2", 2), ("seq2", 2), ("cp-swap", 3)):
         sample_plan(build_plan(p, q, n, con), np.arange(n)[None, :], g)
+    ps, qs = synthetic_pair(2000, 1.0, 2)
+    build_plan(ps, qs, 3, "seq-swap")  # the sequential series' compiled passes
     out = {}
     for mod, ks in (("fused", _fused._kernels()), ("fused_row", _fused_row._kernels()),
                     ("fused_series", _fused_series._kernels()),
                     ("series", _series_jit._kernels()), ("passes", _passes.kernels()),
-                    ("cutjit", _cutjit._kernels())):
+                    ("cutjit", _cutjit._kernels()), ("seqseries", seqseries.kernels())):
         for name, f in (ks or {}).items():
             if hasattr(f, "stats") and f.signatures:
                 out[mod + "." + name] = [len(f.stats.cache_misses), len(f.stats.cache_hits)]
@@ -66,4 +68,5 @@ def test_a_new_process_loads_every_kernel_from_the_cache():
     missed = {k: v for k, v in second.items() if v[0] > 0}
     assert len(second) >= 20, second  # the kernels of every route ran
     assert {"fused_series.boundary", "fused_series.survivors", "fused.top_many"} <= set(second)
+    assert {"seqseries.heavy", "seqseries.series"} <= set(second)
     assert not missed, f"compiled again in a new process (closures?): {sorted(missed)}"
