@@ -7,9 +7,12 @@ the pieces of :func:`.seqseries.seq_series_law` (power sums, the cumulant series
 the heavy moments, Φ and the cut bound), blocks of pieces side by side so that the loops over a
 block vectorise.
 
+``_push`` is the streaming blocked sum of the power sums (``_k_series`` and, for the tests,
+``_k_power_sums``: :func:`.seqseries.power_sums`).
+
 Imported only when numba is installed (:func:`.seqseries.kernels`).  Module-level functions (not
-closures), neither calling another kernel, so that numba's disk cache serves them to every new
-process.  Why their operations are the numpy route's is documented in :mod:`.seqseries`.
+closures), each helper in the file of the kernels that call it, so that numba's disk cache
+serves them to every new process.  Why their operations are the numpy route's is documented in :mod:`.seqseries`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,104 @@ from ...fast._fused import jit_decorator
 
 U = 2.0**-53  #: unit roundoff (:data:`.cutlaw.U`)
 
+_BLOCK = 64  #: block of the blocked sums, :mod:`.cutlaw`'s (a compile-time constant)
+
 jit = jit_decorator()
+
+
+@jit
+def _levels(N):  # pragma: no cover - compiled
+    # the block levels of cutlaw.blocked_cumsum on N terms (0: a plain running sum)
+    L = 0
+    while N > _BLOCK:
+        N = (N + _BLOCK - 1) // _BLOCK
+        L += 1
+    return L
+
+
+@jit
+def _push(loc, off, pos, L, x, out):  # pragma: no cover - compiled
+    # the streaming cutlaw.blocked_cumsum (as _cutjit_law_nb._k_push / _k_advance) of the
+    # channels j = 0..len(x)-1, L block levels: the next item x[j] at level 0, its inclusive
+    # blocked sum to out[j]; per level t, loc[j, t] is the partial sum of the current block and
+    # off[j, t] its offset (the inclusive blocked sum of the earlier blocks' totals, level t + 1)
+    C = x.shape[0]
+    for j in range(C):
+        if pos[0] == 0:
+            loc[j, 0] = x[j]
+        else:
+            loc[j, 0] += x[j]
+        out[j] = off[j, 0] + loc[j, 0]
+    pos[0] += 1
+    _close(loc, off, pos, L)
+
+
+@jit
+def _close(loc, off, pos, L):  # pragma: no cover - compiled
+    # after an item: the full blocks close, their totals the next items one level up, and the
+    # new offsets the inclusive blocked sums there (blocked_cumsum's offsets)
+    C = loc.shape[0]
+    t = 0
+    while t < L and pos[t] == _BLOCK:
+        pos[t] = 0
+        for j in range(C):
+            if pos[t + 1] == 0:
+                loc[j, t + 1] = loc[j, t]
+            else:
+                loc[j, t + 1] += loc[j, t]
+            off[j, t] = off[j, t + 1] + loc[j, t + 1]
+        pos[t + 1] += 1
+        t += 1
+
+
+@jit
+def _k_power_sums(x, chunk, out):  # pragma: no cover - compiled
+    # seqseries.power_sums by the compiled pass's streaming sums (x, out: (C, N)); for tests
+    C, N = x.shape
+    Lmax = _levels(min(chunk, N))
+    loc = np.zeros((C, Lmax + 1))
+    off = np.zeros((C, Lmax + 1))
+    pos = np.zeros(Lmax + 1, dtype=np.int64)
+    carry = np.zeros(C)
+    cs = np.zeros(C)
+    col = np.zeros(C)
+    L = 0
+    for c in range(N):
+        if c % chunk == 0:
+            L = _levels(min(chunk, N - c))
+            for t in range(L + 1):
+                pos[t] = 0
+                for j in range(C):
+                    off[j, t] = 0.0
+        for j in range(C):
+            col[j] = x[j, c]
+        _push(loc, off, pos, L, col, cs)
+        for j in range(C):
+            out[j, c] = cs[j] + carry[j]
+        if c % chunk == chunk - 1 or c == N - 1:
+            for j in range(C):
+                carry[j] = out[j, c]
+
+
+@jit
+def _k_configs(dh, th, Wc):  # pragma: no cover - compiled
+    # seqseries.heavy_configs: per heavy token the Sum2 running sum (TwoSum chain, fl(hi + lo))
+    # of its pieces' masses, held between its pieces; Wc (H + 1, m) zero on entry
+    H = dh.shape[0]
+    m = Wc.shape[1]
+    hi = np.zeros(m)
+    lo = np.zeros(m)
+    for s in range(H):
+        t = th[s]
+        for u in range(m):
+            Wc[s + 1, u] = Wc[s, u]
+        x = dh[s]
+        h = hi[t]
+        sm = h + x
+        bb = sm - h
+        lo[t] = lo[t] + ((h - (sm - bb)) + (x - bb))
+        hi[t] = sm
+        Wc[s + 1, t] = sm + lo[t]
 
 
 @jit
@@ -143,8 +243,12 @@ def _k_series(
     zb, vb, ub, pw, raw = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
     Sv, e = np.zeros(B), np.zeros(B)
     sgb = np.zeros(B, dtype=np.int64)
-    cs = np.zeros(K1)
     carry = np.zeros(K1)
+    Lmax = _levels(min(chunk, P))
+    loc = np.zeros((K1, Lmax + 1))
+    off = np.zeros((K1, Lmax + 1))
+    pos = np.zeros(Lmax + 1, dtype=np.int64)
+    L = 0
     for c0 in range(0, P, B):
         nb = min(B, P - c0)
         for b in range(nb):
@@ -168,16 +272,26 @@ def _k_series(
                 else:
                     raw[b] = raw[b] * vb[b] + pwp
                 inc[j, b] = raw[b] * zb[b]
-        for b in range(nb):  # the cumulative sums, restarted with the carry every chunk
+        for b in range(nb):  # power_sums' order: blocked sums per chunk, plus the carry
             c = c0 + b
             if c % chunk == 0:
+                L = _levels(min(chunk, P - c))
+                for t in range(L + 1):
+                    pos[t] = 0
+                    for j in range(K1):
+                        off[j, t] = 0.0
+            # level 0 inline (_push's operations): the partial sum of the current 64-block
+            if pos[0] == 0:
                 for j in range(K1):
-                    cs[j] = inc[j, b]
+                    loc[j, 0] = inc[j, b]
             else:
                 for j in range(K1):
-                    cs[j] = cs[j] + inc[j, b]
+                    loc[j, 0] += inc[j, b]
             for j in range(K1):
-                pi[j, b] = cs[j] + carry[j]
+                pi[j, b] = (off[j, 0] + loc[j, 0]) + carry[j]
+            pos[0] += 1
+            if L > 0 and pos[0] == _BLOCK:
+                _close(loc, off, pos, L)
             if c % chunk == chunk - 1 or c == P - 1:
                 for j in range(K1):
                     carry[j] = pi[j, b]

@@ -28,7 +28,12 @@ fast solver evaluates prefixes (:mod:`mdsd_ot.fast.without`), generalised to fra
   :math:`l\tau/\delta_a`; m and K are chosen from q so that the ratio is small;
 - rounding: :math:`\gamma_D\,\lambda S_{abs}` with :math:`S_{abs}` the same sum with
   :math:`|\kappa|`, whose light factor is at most
-  :math:`(1 - z(e^s - 1))^{-\pi_1}` coefficientwise.
+  :math:`(1 - z(e^s - 1))^{-\pi_1}` coefficientwise.  The depth D counts the summation
+  orders the code uses: the power sums blocked per chunk plus a carry
+  (:func:`power_sums`, :func:`power_sum_depth`), each heavy token's masses summed in
+  double-double over its own pieces (:func:`heavy_configs`), and their relative error carried
+  into J
+  (:func:`heavy_mass_depth`).
 
 The law is :math:`T_x = \sum_{e \text{ of } x} [\Phi(e^+) - \Phi(e^-)]`; the returned bound is
 :math:`2 \sum_c B(c)`, B(c) the bound of the cut.
@@ -41,8 +46,8 @@ operations on the same operands:
 - :func:`heavy_moments`: one pass over the heavy configurations, recomputing only the
   :math:`G_D` whose D holds the token whose mass changed (consecutive configurations differ in
   one heavy token); J sums the subsets in numpy's order.  *Bit-identical* (tested);
-- the pass over the pieces (:func:`_pieces` in numpy): the Horner increments, the power sums'
-  cumulative sums restarted every ``_CHUNK`` pieces with their carry, the cumulant series, the
+- the pass over the pieces (:func:`_pieces` in numpy): the Horner increments, the power sums
+  (:func:`power_sums`' order, by a streaming blocked sum per chunk), the cumulant series, the
   sum with the heavy moments, Φ and the cut bound, blocks of ``_BLOCK`` pieces side by side.
   Everything but one sum is *bit-identical*, the reported bound included.  The exception is
   :math:`\sum_k c_{l,k}\,Jh_{l,k}`, formed by ``np.einsum`` in an order numpy does not
@@ -80,7 +85,10 @@ from ...fast._moments import beta_weights, kappa_table
 from .cutlaw import U, before_after, blocked_cumsum, cumsum_depth, gamma, total_mass
 from .pieces import PieceKernel
 
-__all__ = ["seq_series_law", "choose_plan", "kernels", "heavy_moments"]
+__all__ = [
+    "seq_series_law", "choose_plan", "kernels", "heavy_moments", "heavy_configs",
+    "heavy_mass_depth", "power_sums", "power_sum_depth",
+]  # fmt: skip
 
 _RHO = 0.12  # target ratio of the light series' tail
 _M_MAX = 40
@@ -112,7 +120,8 @@ def _compiled() -> dict[str, Any] | None:
         return None
     from . import _seqseries_nb as nb
 
-    return {"heavy": nb._k_heavy, "series": nb._k_series}
+    return {"heavy": nb._k_heavy, "series": nb._k_series, "power_sums": nb._k_power_sums,
+            "configs": nb._k_configs}  # fmt: skip
 
 
 def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndarray]:
@@ -133,6 +142,139 @@ def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndar
     rho = (n - 1) * tau / delta[n - 1] if tau > 0 else 0.0
     K = 1 if rho == 0 else int(min(40, max(6, math.ceil(math.log(1e-19) / math.log(rho)))))
     return np.sort(idx[:m]), tau, K, delta
+
+
+def power_sums(inc: np.ndarray, chunk: int = _CHUNK) -> np.ndarray:
+    r"""Inclusive cumulative sums along the last axis in the order of :func:`_pieces` (and of
+    the compiled pass): :func:`~.cutlaw.blocked_cumsum` within each chunk of ``chunk`` terms,
+    plus the running carry (the previous chunk's last value).  Rounding depth
+    :func:`power_sum_depth`.
+
+    Examples
+    --------
+    >>> x = np.arange(10.0)
+    >>> bool(np.array_equal(power_sums(x, 4), np.cumsum(x)))
+    True
+    """
+    out = np.empty(inc.shape)
+    carry = np.zeros(inc.shape[:-1])
+    for c0 in range(0, inc.shape[-1], chunk):
+        out[..., c0 : c0 + chunk] = blocked_cumsum(inc[..., c0 : c0 + chunk]) + carry[..., None]
+        carry = out[..., min(c0 + chunk, inc.shape[-1]) - 1].copy()
+    return out
+
+
+def power_sum_depth(P: int, chunk: int = _CHUNK) -> int:
+    r"""Rounding depth of :func:`power_sums` on P terms: ``cumsum_depth(min(P, chunk)) +
+    ceil(P / chunk)``.
+
+    A term of chunk i reaches the value at a piece of chunk k >= i through at most
+    ``cumsum_depth(chunk)`` additions inside its chunk's blocked sum (the depth of
+    ``blocked_cumsum`` on at most ``chunk`` terms; it is non-decreasing in the length), then,
+    for i < k, the addition of the carry in chunk i (the carry is that chunk's last value) and
+    one carry addition in each of the chunks i + 1..k - 1 (the carry of chunk k - 1 is formed
+    from chunk k - 1's blocked sum and its own carry), then the carry addition at the piece:
+    ``cumsum_depth + (k - i) + 1 <= cumsum_depth + ceil(P / chunk)``.
+
+    Examples
+    --------
+    >>> power_sum_depth(315_000), cumsum_depth(315_000), power_sum_depth(64)
+    (168, 193, 64)
+    """
+    if P <= 0:
+        return 0
+    return cumsum_depth(min(P, chunk)) + -(-P // chunk)
+
+
+def heavy_configs(dh: np.ndarray, th: np.ndarray, m: int) -> tuple[np.ndarray, int]:
+    r"""The heavy masses after s heavy pieces (s = 0..H), (H + 1, m), and the most pieces of
+    one heavy token: the masses ``dh`` (H,) of the heavy pieces in level order, ``th`` their
+    heavy token (0..m-1).  Token t's column is the running sum of its own pieces' masses in
+    double-double (Sum2 of Ogita, Rump and Oishi: a TwoSum chain, the result the rounded sum
+    of the two parts), held between its pieces: relative error at most
+    :math:`u + \gamma_{n_t - 1}^2` (non-negative terms), :math:`n_t` the token's pieces
+    (:func:`heavy_mass_depth`).  Compiled when the kernels are on (the same operations).
+
+    Examples
+    --------
+    >>> W, most = heavy_configs(np.array([0.1, 0.2, 0.3]), np.array([0, 1, 0]), 2)
+    >>> W.tolist(), most
+    ([[0.0, 0.0], [0.1, 0.0], [0.1, 0.2], [0.4, 0.2]], 2)
+    """
+    H = len(dh)
+    Wc = np.zeros((H + 1, m))
+    cnt = np.bincount(th, minlength=m) if H else np.zeros(m, dtype=np.int64)
+    most = int(cnt.max(initial=0))
+    if H == 0:
+        return Wc, most
+    ks = kernels()
+    if ks is not None:
+        ks["configs"](np.ascontiguousarray(dh, dtype=np.float64), th.astype(np.int64), Wc)
+        return Wc, most
+    # by rank inside the tokens, all tokens at once (rows padded with zeros: exact additions)
+    o = np.argsort(th, kind="stable")
+    start = np.concatenate([[0], np.cumsum(cnt)])
+    rank = np.arange(H) - start[th[o]]
+    M = np.zeros((m, most))
+    M[th[o], rank] = dh[o]
+    out = np.empty((m, most))
+    hi, lo = np.zeros(m), np.zeros(m)
+    for r in range(most):  # TwoSum(hi, x), lo += its error; out = fl(hi + lo)
+        x = M[:, r]
+        sm = hi + x
+        bb = sm - hi
+        lo = lo + ((hi - (sm - bb)) + (x - bb))
+        hi = sm
+        out[:, r] = hi + lo
+    val = np.zeros(H + 1)
+    val[o + 1] = out[th[o], rank]
+    for t in range(m):  # held between the token's pieces
+        at = np.flatnonzero(th == t)
+        if len(at):
+            Wc[at[0] + 1 :, t] = np.repeat(val[at + 1], np.diff(np.append(at, H)))
+    return Wc, most
+
+
+def heavy_mass_depth(T_hi: float, T_lo: float, delta: float, most: int, K: int, n: int) -> float:
+    r"""The heavy masses' relative error carried into the heavy moments J, as a rounding depth
+    D (a relative error at most :math:`D u \le \gamma_D`; ``proofs/optimal_verifier.md``
+    §4.3).
+
+    Each computed mass is :math:`\hat w_x = w_x(1 + \theta_x)`, :math:`|\theta_x| \le \eta =
+    (1 + u)(1 + u + \gamma_{n_t - 1}^2) - 1`: the pieces' masses :math:`q \cdot prob` rounded
+    (relative u), summed by :func:`heavy_configs`' Sum2 (Ogita, Rump and Oishi 2005, Prop. 4.5:
+    :math:`|\hat s - s| \le u|s| + \gamma_{N-1}^2 \sum |x_i|`, here :math:`\sum |x_i| = s`),
+    ``most`` the most pieces of one heavy token.  Unrolled, :math:`G_D(\omega)` is a sum
+    of non-negative terms :math:`\prod_{i \le a} w_{x_i} \prod_{i=0}^{a} (d(D_i) - \omega)^{-1}`
+    over the orderings of D (:math:`D_0 = \emptyset`, :math:`d(D_0) = T` exact), and
+    :math:`[\omega^k]` of the product is a sum of :math:`\prod_i d(D_i)^{-(k_i + 1)}`, with
+    exponent at most k + a over the perturbed :math:`d(D_i)`, i >= 1.
+    :math:`\hat d(D_i) = d(D_i)(1 + \phi_i)`, :math:`|\phi_i| \le \eta\, w(D_i)/d(D_i) \le
+    \eta r`, :math:`r = (T - \delta_A)/\delta_A`, A = min(n - 1, m) the largest subset size
+    (:math:`w(D) \le T - \delta_a`, :math:`d(D) \ge \delta_a`, non-increasing in a; ``delta``
+    is :math:`\delta_A`).  So every term of :math:`J_{a,k}`, and :math:`J_{a,k}` itself, is
+    scaled by a factor in :math:`[(1-\eta)^{n-1} (1 + \eta r)^{-(K+n-1)}, (1+\eta)^{n-1} (1 -
+    \eta r)^{-(K+n-1)}]`; the returned D is the larger distance of the two from 1, over u
+    (rounded up by one).
+
+    Examples
+    --------
+    >>> D = heavy_mass_depth(1.0, 0.0, 0.9, 21_000, 20, 4)
+    >>> 12 < D < 13
+    True
+    """
+    if most == 0:
+        return 0.0
+    if not delta > 0:
+        return math.inf
+    eta = (2 * U + U * U + gamma(most) ** 2 * (1 + U)) * (1 + 1e-6)
+    r = max(0.0, ((T_hi + T_lo) / delta - 1.0) * (1 + 1e-9) + 1e-15)
+    if eta * r >= 0.5:
+        return math.inf
+    e = K + n - 1
+    up = math.expm1((n - 1) * math.log1p(eta) - e * math.log1p(-eta * r))
+    lo = -math.expm1((n - 1) * math.log1p(-eta) - e * math.log1p(eta * r))
+    return max(up, lo) * (1 + 1e-6) / U + 1
 
 
 def _dd(hi: float, lo: float, w: np.ndarray) -> np.ndarray:
@@ -298,11 +440,7 @@ def seq_series_law(
     is_h = hp >= 0
     # heavy configurations: after s heavy pieces (s = 0..H)
     ev = np.flatnonzero(is_h)
-    Wc = np.zeros((len(ev) + 1, m))
-    if len(ev):
-        step = np.zeros((len(ev), m))
-        step[np.arange(len(ev)), hp[ev]] = d[ev]
-        Wc[1:] = np.cumsum(step, axis=0)
+    Wc, most = heavy_configs(d[ev], hp[ev], m)
     J = heavy_moments(Wc, T_hi, T_lo, tau, K, n)
     Jh = np.cumsum(J, axis=1)[:, ::-1, :]  # Jh[:, l] = sum_{a <= n-1-l} J_a
     seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
@@ -326,13 +464,15 @@ def seq_series_law(
             tf = math.comb(K + 1 + a, a) * rho / (1 - r) if r < 1 else math.inf
             tail[:, l] += J[:, a, K] / math.factorial(K) * lk * tf
     # rounding depths: heavy moments (d(D) to relative 4u: 8 per Taylor order and level, plus
-    # the sum over subsets), power sums (Horner 2K, cumulative sums, carry), the cumulant
+    # the sum over subsets), the heavy masses' error carried into J (D_W), power sums (Horner
+    # 2K, the chunked blocked cumulative sums, :func:`power_sum_depth`), the cumulant
     # recursion (n - 1 levels of K-term convolutions), the final sums and lambda
     n_sub = max((math.comb(m, a) for a in range(min(n - 1, m) + 1)), default=1)
     D_J = (n - 1) * (K + 1) * 8 + n_sub + n + 4
-    D_pi = cumsum_depth(P) + 2 * K + kmax + 6
+    D_W = heavy_mass_depth(T_hi, T_lo, float(delta[min(n - 1, m)]), most, K, n)
+    D_pi = power_sum_depth(P) + 2 * K + kmax + 6
     D_c = (n - 1) * (D_pi + K + 6)
-    D_tot = 1.25 * (D_J + D_c + K + n + cumsum_depth(P) + 12) + 20
+    D_tot = 1.25 * (D_J + D_W + D_c + K + n + cumsum_depth(P) + 12) + 20
     g_tot = gamma(D_tot)
     Phi = np.empty(P + 1)
     bound = np.zeros(P + 1)
@@ -389,7 +529,7 @@ def _pieces(
             pw_up = pw_up * up
             inc[j] = (inc[j - 1] * vv if j > 1 else 0.0) + pw_up_prev
         inc[1:] *= z
-        pi = np.cumsum(inc, axis=1) + carry[:, None]  # pi_j after each piece of the chunk
+        pi = blocked_cumsum(inc) + carry[:, None]  # pi_j after each piece (power_sums' order)
         carry = pi[:, -1].copy()
         C = c1 - c0
         Lam = [None] + [kap[:, i][:, None] * pi for i in range(1, n)]
