@@ -22,6 +22,7 @@ from mdsd_ot import drafts  # noqa: E402
 from mdsd_ot.fast._fused import disabled  # noqa: E402
 from mdsd_ot.synthetic import synthetic_pair  # noqa: E402
 from mdsd_ot.verifiers.chain import _cutjit, build_plan, pieces, seqseries  # noqa: E402
+from mdsd_ot.verifiers.chain.cutlaw import blocked_cumsum, cumsum_depth  # noqa: E402
 from mdsd_ot.verifiers.chain.exact import ExactPlan, select_law  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -78,6 +79,123 @@ def _kernel(g: np.random.Generator, q: np.ndarray, P: int, reach: int, on_top: i
     b = g.random(len(x)) * q[y] * 0.4
     a[::5] = 0.0  # zero masses
     return pieces.build_pieces(q, x, y, a, b)
+
+
+# -- the summation orders the bound counts ----------------------------------------------------
+
+
+def _run_depth(d: np.ndarray) -> np.ndarray:
+    """Rounding depths of a plain running sum whose items have depths ``d`` (last axis):
+    ``s_0 = x_0``, ``s_i = s_{i-1} + x_i`` has depth ``max(depth(s_{i-1}), d_i) + 1``."""
+    i = np.arange(d.shape[-1])
+    e = d - i + 1
+    e[..., 0] = d[..., 0]
+    return np.maximum.accumulate(e, axis=-1) + i
+
+
+def _blocked_depth(d: np.ndarray) -> np.ndarray:
+    """Depths of ``blocked_cumsum``'s outputs (1-d), its tree followed step by step: running
+    sums in blocks of 64 (the padding included), the offsets from the blocked sum of the block
+    totals, one addition of the offset (counted also where it is 0)."""
+    N = len(d)
+    if N <= 64:
+        return _run_depth(d)
+    nb = -(-N // 64)
+    pad = np.zeros(nb * 64, dtype=np.int64)
+    pad[:N] = d
+    loc = _run_depth(pad.reshape(nb, 64))
+    off = np.zeros(nb, dtype=np.int64)
+    off[1:] = _blocked_depth(loc[:, -1])[:-1]
+    return (np.maximum(loc, off[:, None]) + 1).reshape(-1)[:N]
+
+
+def _power_sum_tree_depth(P: int, chunk: int) -> int:
+    """The largest depth of :func:`seqseries.power_sums`' outputs: blocked sums per chunk, plus
+    the carry (the previous chunk's last output; 0, exact but counted, in the first chunk)."""
+    worst, carry = 0, 0
+    for c0 in range(0, P, chunk):
+        loc = _blocked_depth(np.zeros(min(chunk, P - c0), dtype=np.int64))
+        out = np.maximum(loc, carry) + 1
+        worst, carry = max(worst, int(out.max())), int(out[-1])
+    return worst
+
+
+SIZES = [1, 2, 63, 64, 65, 127, 128, 129, 4095, 4096, 4097, 4161, 8191, 8192, 8193, 8257,
+         16384, 16385, 3 * 8192 + 1, 100_000, 315_000]  # fmt: skip
+
+
+def test_cumsum_depth_is_the_blocked_tree_depth():
+    """``cumsum_depth`` bounds ``blocked_cumsum``'s tree, step by step (the base of the bound's
+    depths; sizes about multiples of 64 and of 64**2)."""
+    for N in SIZES:
+        assert cumsum_depth(N) >= int(_blocked_depth(np.zeros(N, dtype=np.int64)).max()), N
+
+
+@pytest.mark.parametrize("chunk", [64, 128, 8192])
+def test_power_sum_depth_bounds_its_tree(chunk):
+    """The depth the bound counts for the power sums is at least that of their summation tree,
+    for P about multiples of 64 and of the chunk (and 8191 + P / 8192, the plain running sum's,
+    is far larger: what the bound undercounted before)."""
+    sizes = sorted(set(SIZES + [k * chunk + r for k in (1, 2, 5) for r in (-1, 0, 1, 65)]))
+    for P in sizes:
+        assert seqseries.power_sum_depth(P, chunk) >= _power_sum_tree_depth(P, chunk), P
+    assert seqseries.power_sum_depth(315_000) < 200 < 8191 + 315_000 // 8192
+
+
+@pytest.mark.parametrize("N, chunk", [(5, 8192), (65, 8192), (8192, 8192), (8193, 8192),
+                                      (3 * 8192 + 700, 8192), (1000, 128), (4161, 4096)])  # fmt: skip
+def test_power_sums_are_blocked_per_chunk(N, chunk):
+    """The power sums' order: ``blocked_cumsum`` within each chunk plus the carry, bitwise
+    (tolerance 0) on data longer than one chunk, numpy's and the compiled streaming sums."""
+    g = np.random.default_rng([N, chunk])
+    x = g.random((7, N)) * 10.0 ** g.integers(-8, 8, (7, N))
+    ref = np.empty_like(x)
+    carry = np.zeros(7)
+    for c0 in range(0, N, chunk):
+        ref[:, c0 : c0 + chunk] = blocked_cumsum(x[:, c0 : c0 + chunk]) + carry[:, None]
+        carry = ref[:, min(N, c0 + chunk) - 1].copy()
+    out = seqseries.power_sums(x, chunk)
+    assert _same(out, ref)
+    assert _same(out[:, :chunk], blocked_cumsum(x[:, :chunk]))  # the first chunk: no carry
+    comp = np.empty_like(x)
+    seqseries.kernels()["power_sums"](x, chunk, comp)
+    assert _same(comp, ref)  # the compiled pass's streaming blocked sum
+
+
+def test_heavy_configs_in_double_double():
+    """W: each heavy token's column the double-double (Sum2) running sum of its own pieces'
+    masses, held between its pieces; numpy's and the compiled pass's bitwise, and within
+    u + γ_{n_t-1}^2 relative of the exact sums (a plain running sum over 9,000 pieces is not)."""
+    g = np.random.default_rng(3)
+    H, m = 20_000, 6
+    th = np.minimum(g.integers(0, 2 * m, H), m - 1)  # token m - 1: about half the pieces
+    dh = g.random(H) * 10.0 ** g.integers(-9, -3, H)
+    W1, most = seqseries.heavy_configs(dh, th, m)
+    with disabled():
+        W0, most0 = seqseries.heavy_configs(dh, th, m)
+    assert _same(W1, W0) and most == most0 == max(np.count_nonzero(th == t) for t in range(m))
+    assert W1.shape == (H + 1, m) and np.all(W1[0] == 0)
+    tol = Fr(2.0**-53) + Fr(seqseries.gamma(most)) ** 2
+    for t in (0, m - 1):
+        at = np.flatnonzero(th == t)
+        exact = np.cumsum([Fr(float(x)) for x in dh[at]])
+        dev = [abs(Fr(float(w)) - e) / e for w, e in zip(W1[at + 1, t], exact, strict=True)]
+        assert max(dev) <= tol
+        last = np.maximum.accumulate(np.where(th == t, np.arange(H), -1))  # held between
+        assert _same(W1[1:, t], np.where(last >= 0, W1[last + 1, t], 0.0))
+    plain = np.cumsum(dh[th == m - 1])
+    assert not _same(W1[np.flatnonzero(th == m - 1) + 1, m - 1], plain)
+
+
+def test_heavy_mass_depth():
+    """The heavy masses' error in J: about (n - 1 + (K + n - 1) r) 2u over u, r = (T - δ)/δ;
+    none without heavy pieces; unbounded when δ is 0."""
+    for delta, K, n in ((0.9, 20, 4), (0.5, 12, 3), (0.03, 30, 5)):
+        c = n - 1 + (K + n - 1) * (1 / delta - 1)
+        D = seqseries.heavy_mass_depth(1.0, 0.0, delta, 21_000, K, n)
+        assert 2 * c <= D <= 2.01 * c + 2
+    assert seqseries.heavy_mass_depth(1.0, 0.0, 0.5, 0, 10, 3) == 0.0
+    assert seqseries.heavy_mass_depth(1.0, 0.0, 0.0, 5, 10, 3) == float("inf")
 
 
 # -- the heavy moments -------------------------------------------------------------------------
@@ -199,3 +317,16 @@ def test_seq_swap_plan_the_same_without_kernels(n):
     assert abs(plan.acceptance - ref.acceptance) <= 1e-12
     assert abs(plan.law_error - ref.law_error) <= 1e-12 * ref.law_error
     assert np.abs(plan.T - ref.T).max() <= 1e-12
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [3, 4])
+def test_seq_swap_plan_at_full_vocabulary(n):
+    """V = 152,064 (the synthetic family): the certified law_error stays at most 1e-6 and the
+    acceptance within 1e-6 of alpha_star's (by hand: ``-m slow``)."""
+    from mdsd_ot.fast import alpha_star
+
+    p, q = synthetic_pair(152064, 1.0, np.random.default_rng(1), noise=1.0)
+    plan = build_plan(p, drafts.WithoutReplacement(q, n).q, n, "seq-swap")
+    assert plan.law_error <= 1e-6
+    assert abs(plan.acceptance - float(alpha_star(p, q, n=n, scheme="without"))) <= 1e-6
