@@ -310,7 +310,9 @@ def test_dispatch_and_public_names():
     q = np.full(3000, 1 / 3000)
     law = drafts.WithoutReplacement(q, 2)
     assert construction_for(law) == "seq2"
-    assert construction_for(drafts.WithoutReplacement(q, 3)) == "seq-best"  # stream or seq-swap, per position
+    assert (
+        construction_for(drafts.WithoutReplacement(q, 3)) == "seq-best"
+    )  # stream or seq-swap, per position
     p, q2 = synthetic_pair(3000, 1.0, np.random.default_rng(6), noise=1.0)
     law = drafts.WithoutReplacement(q2, 2)
     v = get("optimal", law)
