@@ -641,6 +641,8 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
         best = xp.minimum(UB, ms)
         err = xp.maximum(err_b, xp.zeros_like(err_b) + err_s)
     alpha = bk.clip(1.0 + xp.minimum(best, xp.zeros_like(best)), 0.0, 1.0)
+    if alpha.dtype != p.dtype:  # the sequential series' Q is float64 (float32 rows: cast back,
+        alpha = xp.astype(alpha, p.dtype)  # as the sorting path's P - Q is: one dtype per input)
     err = 3.0 * err + TOL  # pruning slack, and the law's error in UB, LB and the survivors
     if not return_set:
         return alpha, None, err
