@@ -259,7 +259,8 @@ def draw_rows(
     P: np.ndarray, Q: np.ndarray, n: int, construction: str, t: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """Batched positions, one plan at a time: row b of ``t`` (B, n) verified against ``P[b]``
-    with drafts from ``Q[b]``; returns the B output tokens.
+    with drafts from ``Q[b]``; returns the B output tokens.  With ``t`` of shape (B, k, n)
+    (k tuples per position) each plan verifies its row's k tuples: (B, k) output tokens.
 
     The same draws as ``sample_plans(build_plans(P, Q, n, construction), t, rng)`` (same plans,
     same random numbers in the same order), but each plan is *pooled* (``build_plan(...,
@@ -274,10 +275,13 @@ def draw_rows(
     >>> t = np.array([[0, 0], [0, 0]])
     >>> draw_rows(P, Q, 2, "relabel", t, np.random.default_rng(0)).shape
     (2,)
+    >>> draw_rows(P, Q, 2, "relabel", np.zeros((2, 5, 2), int), np.random.default_rng(0)).shape
+    (2, 5)
     """
     t = np.asarray(t, dtype=np.int64)
-    out = np.empty(len(P), dtype=np.int64)
+    t3 = t if t.ndim == 3 else t[:, None, :]  # (B, k, n): k tuples per row (k = 1 for (B, n))
+    out = np.empty(t3.shape[:2], dtype=np.int64)
     for b in range(len(P)):
         plan = build_plan(P[b], Q[b], n, construction, pooled=True)
-        out[b] = sample_plan(plan, t[b : b + 1], rng)[0]
-    return out
+        out[b] = sample_plan(plan, t3[b], rng)
+    return out if t.ndim == 3 else out[:, 0]

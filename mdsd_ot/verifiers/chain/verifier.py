@@ -45,7 +45,7 @@ from .plan import Plan, build_plan
 from .rows import slot_mass_imbalance
 from .sample import draw_rows, sample_plan
 
-__all__ = ["ChainOptimal", "construction_for"]
+__all__ = ["ChainOptimal", "construction_for", "check_rows"]
 
 #: Constructions that attain α* exactly (up to rounding).
 EXACT: tuple[str, ...] = ("relabel", "cp2")
@@ -76,6 +76,76 @@ def construction_for(draft: DraftLaw) -> str | None:
     if make is None:
         return None
     return "top" if draft.n == 1 else make(draft.n)
+
+
+def _row_shapes(P: Any, Qd: Any) -> tuple[int, int]:
+    """(B, V) of the rows ``P`` and ``Qd`` (numpy, array_like or tensors; metadata only)."""
+    sp, sq = tuple(np.shape(P)), tuple(np.shape(Qd))
+    if len(sp) not in (1, 2):
+        raise ValueError(
+            f"P: must have shape (V,) or (B, V) (one target row per position), got {sp}"
+        )
+    if sq != sp:
+        raise ValueError(
+            f"Qd: has shape {sq} but P has shape {sp}; give one draft row Qd[b] per target row "
+            "P[b], over the same vocabulary"
+        )
+    return (1, sp[0]) if len(sp) == 1 else (sp[0], sp[1])
+
+
+def _token_array(draft_tokens: Any, B: int) -> Any:
+    """``draft_tokens`` as an array (numpy, or the tensor itself); one (n,) tuple is one row."""
+    t = draft_tokens if hasattr(draft_tokens, "ndim") else np.asarray(draft_tokens)
+    return t[None] if t.ndim == 1 and B == 1 else t
+
+
+def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
+    """The boundary checks of :meth:`ChainOptimal.sample_rows` on numpy (or array_like) rows.
+
+    Returns ``(P, Qd, t)``: (B, V) float64 rows, each renormalised (:func:`mdsd_ot._validate.
+    prob_batch`, errors name ``P`` or ``Qd`` and the row), and the int64 draft tuples of shape
+    (B, n) or (B, k, n), every id in 0..V-1 (the messages of :func:`.batched.verify_rows`).
+    The distinct-token laws need at least n tokens of positive mass in every ``Qd`` row.
+
+    Examples
+    --------
+    >>> P, Q, t = check_rows([0.6, 0.4], [0.5, 0.5], [0, 1], WithReplacement([0.5, 0.5], 2))
+    >>> P.shape, Q.shape, t.tolist()
+    ((1, 2), (1, 2), [[0, 1]])
+    >>> check_rows([0.6, 0.4], [0.5, 0.5], [[0, 1, 1]], WithReplacement([0.5, 0.5], 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: draft_tokens: expected shape (B, n) = (1, 2) or (B, k, n) with B = 1 rows and n = 2 drafts, got (1, 3); give one tuple (or k tuples) per row
+    """
+    from .batched import _check_tokens
+
+    B, V = _row_shapes(P, Qd)
+    Pm = np.atleast_2d(V_.prob_batch(P, "P"))
+    Qm = np.atleast_2d(V_.prob_batch(Qd, "Qd"))
+    n = draft.n
+    if draft.distinct and n > 1:
+        short = np.flatnonzero(np.count_nonzero(Qm > 0, axis=-1) < n)
+        if short.size:
+            b = int(short[0])
+            V_.check_support(Qm[b], n, draft.scheme, f"Qd[{b}]" if np.ndim(Qd) == 2 else "Qd")
+    t = _check_tokens(_token_array(draft_tokens, B), B, V, n)
+    return Pm, Qm, t
+
+
+def on_host(run: Any, P: Any, Qd: Any, draft_tokens: Any, rng: Any) -> tuple[Any, Any]:
+    """``run(P, Qd, t, rng)`` (a numpy route) on tensors copied to the host; the output tokens
+    and flags come back as tensors on ``P``'s device (a ``torch.Generator`` seeds the host's)."""
+    import torch  # tensors given: torch is installed
+
+    dev = P.device
+    t = draft_tokens.detach().cpu().numpy() if hasattr(draft_tokens, "detach") else draft_tokens
+    host = (
+        rng
+        if not isinstance(rng, torch.Generator)
+        else int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
+    )
+    out, acc = run(P.detach().cpu().numpy(), Qd.detach().cpu().numpy(), t, host)
+    return torch.from_numpy(out).to(dev), torch.from_numpy(acc).to(dev)
 
 
 class ChainOptimal(Verifier):
@@ -157,38 +227,59 @@ class ChainOptimal(Verifier):
         (:func:`~mdsd_ot.verifiers.chain.batched.verify_rows`; ``rng`` may be a
         ``torch.Generator``); so do two conditional-Poisson drafts (``cp2``).  The other
         constructions copy the rows to the host, run the numpy route and return tensors on
-        the input's device.
+        the input's device.  Every route checks its inputs once, at this boundary: ``P`` and
+        ``Qd`` of one shape, ``draft_tokens`` of shape (B, n) or (B, k, n) with the bound law's
+        n and ids in 0..V-1 (:func:`check_rows`; on the device route, the same messages from
+        :func:`~mdsd_ot.verifiers.chain.batched.verify_rows`).
+
+        Parameters
+        ----------
+        P, Qd : (B, V) array_like or tensors
+            The target rows and the drafts' q rows (the same shape; a (V,) row is B = 1).
+        draft_tokens : (B, n) or (B, k, n) int array_like or tensor
+            One tuple, or k tuples, of the bound law's n drafts per row; ids in 0..V-1.
+        rng : Generator, int, torch.Generator or None
+            The verifier's randomness.
+
+        Returns
+        -------
+        tokens, accepted : (B,) or (B, k)
+            The output tokens (int64) and whether each is one of its tuple's drafts (bool);
+            numpy arrays, or tensors on ``P``'s device.
+
+        Examples
+        --------
+        >>> P, Q = np.array([[0.6, 0.4], [0.2, 0.8]]), np.array([[0.5, 0.5], [0.5, 0.5]])
+        >>> v = ChainOptimal(WithoutReplacement([0.5, 0.5], 2))
+        >>> out, acc = v.sample_rows(P, Q, [[0, 1], [1, 0]], rng=0)
+        >>> out.shape, bool(acc.all())  # two distinct drafts of two tokens: always accepted
+        ((2,), True)
+        >>> out, acc = v.sample_rows(P, Q, np.array([[[0, 1]] * 3, [[1, 0]] * 3]), rng=0)
+        >>> out.shape, acc.shape  # k = 3 tuples per row
+        ((2, 3), (2, 3))
         """
         draft = self._law(None)
         from ...fast import _backend as bk
 
         if not (bk.is_numpy_array(P) or isinstance(P, list | tuple)):
             return self._sample_rows_tensor(P, Qd, draft_tokens, rng)
-        Pm, Qm = V_.prob_batch(P, "p"), V_.prob_batch(Qd, "q")
-        t = np.atleast_2d(np.asarray(draft_tokens, dtype=np.int64))
+        Pm, Qm, t = check_rows(P, Qd, draft_tokens, draft)
         g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        con = construction_for(draft)
-        out = draw_rows(np.atleast_2d(Pm), np.atleast_2d(Qm), draft.n, con, t, g)
-        return out, (t == out[:, None]).any(axis=1)
+        out = draw_rows(Pm, Qm, draft.n, construction_for(draft), t, g)
+        return out, (t == out[..., None]).any(axis=-1)
 
     def _sample_rows_tensor(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any):
         draft = self._law(None)
         con = construction_for(draft)
         from .batched import CONSTRUCTIONS, verify_rows
 
+        B, _ = _row_shapes(P, Qd)  # metadata only: the values are checked on the device
+        if P.ndim == 1:
+            P, Qd = P[None, :], Qd[None, :]
         if con in CONSTRUCTIONS:  # relabel, cp2: every row at once on the device
-            return verify_rows(P, Qd, draft.n, draft_tokens, rng, construction=con)
-        import torch  # tensors given: torch is installed
-
-        dev = P.device
-        t = draft_tokens.detach().cpu().numpy() if hasattr(draft_tokens, "detach") else draft_tokens
-        host = (
-            rng
-            if not isinstance(rng, torch.Generator)
-            else int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
-        )
-        out, acc = self.sample_rows(P.detach().cpu().numpy(), Qd.detach().cpu().numpy(), t, host)
-        return torch.from_numpy(out).to(dev), torch.from_numpy(acc).to(dev)
+            t = _token_array(draft_tokens, B)
+            return verify_rows(P, Qd, draft.n, t, rng, construction=con)
+        return on_host(self.sample_rows, P, Qd, draft_tokens, rng)
 
     def _setup(self, p, draft, exact):
         q = list(draft.qvals(exact))

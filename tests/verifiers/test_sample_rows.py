@@ -1,0 +1,115 @@
+"""``verifiers.get("optimal", draft).sample_rows(P, Qd, draft_tokens, rng)`` on every route.
+
+- The boundary checks (numpy rows and tensors, every construction): ``P`` and ``Qd`` of one
+  shape, ``draft_tokens`` of shape (B, n) or (B, k, n) with the bound law's n, integer ids in
+  0..V-1, each refused with a message naming the argument (they were silent outputs, raw
+  IndexErrors and broadcasting errors).
+- (B, k, n) tuples on every route (numpy, the batched tensor route, the host route for the
+  sequential and conditional-Poisson constructions): (B, k) outputs, as the relabel route's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_optimal_chain import _g_test
+
+from mdsd_ot import verifiers
+from mdsd_ot.drafts import ConditionalPoisson, Greedy, WithoutReplacement, WithReplacement
+from mdsd_ot.verifiers._draws import sample_drafts
+
+#: (law class, n): every chain construction (relabel, cp2, cp-swap, seq2, seq-swap) at V = 200,
+#: where the default for the distinct-token laws is the chain verifier, not the reduced plan.
+CHAIN_LAWS = [
+    (WithReplacement, 2),
+    (ConditionalPoisson, 2),
+    (ConditionalPoisson, 3),
+    (WithoutReplacement, 2),
+    (WithoutReplacement, 3),
+]
+
+
+def _rows(V: int, B: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.ones(V), size=B), rng.dirichlet(np.ones(V), size=B)
+
+
+def _tuples(cls, Q: np.ndarray, n: int, k: int, seed: int) -> np.ndarray:
+    """(B, k, n) tuples: k drawn from each row's own law."""
+    rng = np.random.default_rng(seed)
+    return np.stack([sample_drafts(cls(q, n), rng, k) for q in Q])
+
+
+def _libs():
+    libs = [("numpy", lambda x: np.asarray(x))]
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the torch extra is not installed
+        return libs
+    return [*libs, ("torch", lambda x: torch.as_tensor(np.asarray(x)))]
+
+
+@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("V", [200])
+@pytest.mark.parametrize("cls,n", CHAIN_LAWS)
+def test_boundary_checks_name_the_argument(cls, n, V, lib, conv):
+    P, Q = _rows(V, 3, 1)
+    v = verifiers.get("optimal", cls(Q[0], n))
+    t = _tuples(cls, Q, n, 1, 2)[:, 0]  # (3, n)
+    good = v.sample_rows(conv(P), conv(Q), conv(t), 0)
+    assert tuple(good[0].shape) == (3,) and tuple(good[1].shape) == (3,)
+
+    def refused(match, P_, Q_, t_):
+        with pytest.raises(ValueError, match=match):
+            v.sample_rows(conv(P_), conv(Q_), conv(t_), 0)
+
+    refused(r"Qd: has shape \(2, \d+\) but P has shape \(3, \d+\)", P, Q[:2], t)
+    refused(r"Qd: has shape \(3, \d+\) but P has shape \(2, \d+\)", P[:2], Q, t[:2])
+    shape = rf"draft_tokens: expected shape \(B, n\) = \(3, {n}\) or \(B, k, n\)"
+    refused(shape + r".*got \(2, ", P, Q, t[:2])  # one tuple too few
+    refused(shape + rf".*got \(3, {n + 1}\)", P, Q, np.c_[t, t[:, :1]])  # n + 1 drafts
+    refused(shape + r".*got \(3, 1\)", P, Q, t[:, :1])  # one draft (n >= 2 here)
+    refused(shape + rf".*got \(3, 2, {n + 1}\)", P, Q, np.zeros((3, 2, n + 1), int))
+    for bad in (V, V + 4000, -1):
+        tb = t.copy()
+        tb[1, 0] = bad
+        refused(rf"draft_tokens: token id {bad} is outside the vocabulary 0\.\.{V - 1}", P, Q, tb)
+    refused("draft_tokens: must hold integer token ids", P, Q, t.astype(float))
+
+
+@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("V", [200])
+@pytest.mark.parametrize("cls,n", CHAIN_LAWS)
+def test_k_tuples_per_row_on_every_route(cls, n, V, lib, conv):
+    """(B, k, n) tuples give (B, k) outputs and flags on every route, in the input's library;
+    the flags say whether each output is one of its tuple's drafts."""
+    B, k = 3, 5
+    P, Q = _rows(V, B, 3)
+    v = verifiers.get("optimal", cls(Q[0], n))
+    t = _tuples(cls, Q, n, k, 4)
+    out, acc = v.sample_rows(conv(P), conv(Q), conv(t), 0)
+    assert type(out) is type(conv(t)) and type(acc) is type(conv(t))
+    out, acc = np.asarray(out), np.asarray(acc)
+    assert out.shape == (B, k) and acc.shape == (B, k)
+    assert out.dtype == np.int64 and acc.dtype == np.bool_
+    assert np.array_equal(acc, (t == out[..., None]).any(axis=-1))
+    assert out.min() >= 0 and out.max() < V
+
+
+@pytest.mark.parametrize("cls,n", [(ConditionalPoisson, 3), (WithoutReplacement, 2),
+                                   (WithoutReplacement, 3)])  # fmt: skip
+def test_k_tuples_host_route_is_lossless(cls, n):
+    """The chain host route with k tuples per row (one plan per row): each row's output law is
+    its p (G-test p-value > 1e-4 at a fixed seed)."""
+    V, B, k = 30, 2, 20_000
+    P, Q = _rows(V, B, 5)
+    v = verifiers.chain.ChainOptimal(cls(Q[0], n))
+    out, _ = v.sample_rows(P, Q, _tuples(cls, Q, n, k, 6), np.random.default_rng(7))
+    for b in range(B):
+        assert _g_test(out[b], P[b]) > 1e-4, (cls.__name__, n, b)
+
+
+def test_laws_without_a_batched_form_are_refused():
+    P, Q = _rows(6, 2, 4)
+    with pytest.raises(ValueError, match="has no batched form"):
+        verifiers.get("optimal", Greedy(Q[0], 2)).sample_rows(P, Q, [[0, 1], [0, 2]], 0)
