@@ -19,6 +19,11 @@ r"""The optimal verifier (docs/reference.md, T11; proofs/optimal_verifier.md).
 ``Optimal(draft, method="reduced")`` keeps the set-reduced construction as an independent
 reference (any ``mdsd_ot.solve`` method that returns a set-reduced plan).
 
+Batched positions (:meth:`Optimal.sample_rows`): the chain constructions verify (B, V) rows
+directly; where the optimum is the set-reduced plan, each row is verified with the optimal
+verifier of its own law (the bound law's class and n with that row's q), so the reduced plan's
+guarantee (acceptance α*, exactly) holds row by row.
+
 The set-reduced construction (:class:`ReducedOptimal`)
 --------------------------------------------------------
 The set-reduced flow merges the draft tuples with the same set of distinct tokens S into one node
@@ -306,16 +311,61 @@ class Optimal(Verifier):
 
     def sample_rows(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any = None) -> tuple[Any, Any]:
         """Batched positions (rows of P and of the drafts' q; numpy or tensors): see
-        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.sample_rows`.  Defined for the laws whose
-        optimum is the chain construction (i.i.d., sequential, conditional Poisson)."""
+        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.sample_rows` (the same arguments, shapes
+        and checks).  Defined for the laws with a chain construction (i.i.d., sequential,
+        conditional Poisson).
+
+        Where the bound law's optimum is the set-reduced plan (sequential drafts and
+        conditional Poisson with n >= 3 at small V: at most :data:`REDUCED_MAX_SETS` sets), the
+        rows are verified one at a time, each with the optimal verifier of its own law (the
+        bound law's class and n with q = ``Qd[b]``; :func:`default_method` of that law): the
+        set-reduced plan, which attains α* exactly, where that row's set count allows it, the
+        chain construction beyond.  Tensors are verified on the host and returned on their
+        device.  The plan is a max-flow over the sets, solved per row: meant for small V (the
+        chain constructions serve large V in one plan per row).
+
+        Examples
+        --------
+        >>> from mdsd_ot.drafts import WithoutReplacement
+        >>> P = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+        >>> Q = np.array([[0.2, 0.3, 0.5], [0.4, 0.4, 0.2]])
+        >>> v = Optimal(WithoutReplacement(Q[0], 2))
+        >>> type(v.engine()).__name__  # V = 3: the exact set-reduced plan
+        'ReducedOptimal'
+        >>> out, acc = v.sample_rows(P, Q, [[2, 1], [0, 1]], rng=0)
+        >>> out.shape, acc.dtype
+        ((2,), dtype('bool'))
+        """
+        from .chain import construction_for
+        from .chain.verifier import check_rows, on_host
+
         eng = self.engine()
-        if not hasattr(eng, "sample_rows"):
+        if hasattr(eng, "sample_rows"):
+            return eng.sample_rows(P, Qd, draft_tokens, rng)
+        draft = self._law(None)
+        if not isinstance(eng, ReducedOptimal) or construction_for(draft) is None:
             raise ValueError(
-                f"sample_rows: the optimal verifier of {type(self._law(None)).__name__} "
-                f"({self.method or default_method(self._law(None))}) has no batched form; call "
+                f"sample_rows: the optimal verifier of {type(draft).__name__} "
+                f"({self.method or default_method(draft)}) has no batched form (it is defined "
+                "for WithReplacement, WithoutReplacement and ConditionalPoisson); call "
                 ".sample(p, draft_tokens) per position"
             )
-        return eng.sample_rows(P, Qd, draft_tokens, rng)
+        from ..fast import _backend as bk
+
+        if not (bk.is_numpy_array(P) or isinstance(P, list | tuple)):
+            if P.ndim == 1:
+                P, Qd = P[None, :], Qd[None, :]
+            return on_host(self.sample_rows, P, Qd, draft_tokens, rng)
+        Pm, Qm, t = check_rows(P, Qd, draft_tokens, draft)
+        g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        t3 = t if t.ndim == 3 else t[:, None, :]
+        out = np.empty(t3.shape[:2], dtype=np.int64)
+        for b in range(len(Pm)):  # each row: the optimal verifier of its own law
+            law = type(draft)(Qm[b], draft.n)
+            row = type(self)(law, method=self.method).engine()
+            out[b] = row._sample(Pm[b], law, t3[b], g)
+        out = out if t.ndim == 3 else out[:, 0]
+        return out, (t == out[..., None]).any(axis=-1)
 
     def _setup(self, p, draft, exact):
         eng = self.engine(draft)

@@ -6,6 +6,10 @@
   IndexErrors and broadcasting errors).
 - (B, k, n) tuples on every route (numpy, the batched tensor route, the host route for the
   sequential and conditional-Poisson constructions): (B, k) outputs, as the relabel route's.
+- The laws whose optimum is the set-reduced plan at small V (sequential, conditional Poisson
+  with n >= 3): the rows are verified one at a time with their own law's optimal verifier
+  (they were refused as having no batched form); the output law is p (G-test p-value > 1e-4
+  per row at a fixed seed) and the acceptance α* within 4 standard errors.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ import numpy as np
 import pytest
 from test_optimal_chain import _g_test
 
-from mdsd_ot import verifiers
+from mdsd_ot import fast, verifiers
 from mdsd_ot.drafts import ConditionalPoisson, Greedy, WithoutReplacement, WithReplacement
 from mdsd_ot.verifiers._draws import sample_drafts
+from mdsd_ot.verifiers.chain import ChainOptimal
+from mdsd_ot.verifiers.optimal import ReducedOptimal
 
 #: (law class, n): every chain construction (relabel, cp2, cp-swap, seq2, seq-swap) at V = 200,
 #: where the default for the distinct-token laws is the chain verifier, not the reduced plan.
@@ -50,7 +56,7 @@ def _libs():
 
 
 @pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
-@pytest.mark.parametrize("V", [200])
+@pytest.mark.parametrize("V", [200, 6])  # 6: the set-reduced plan for the distinct laws
 @pytest.mark.parametrize("cls,n", CHAIN_LAWS)
 def test_boundary_checks_name_the_argument(cls, n, V, lib, conv):
     P, Q = _rows(V, 3, 1)
@@ -78,7 +84,7 @@ def test_boundary_checks_name_the_argument(cls, n, V, lib, conv):
 
 
 @pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
-@pytest.mark.parametrize("V", [200])
+@pytest.mark.parametrize("V", [200, 6])
 @pytest.mark.parametrize("cls,n", CHAIN_LAWS)
 def test_k_tuples_per_row_on_every_route(cls, n, V, lib, conv):
     """(B, k, n) tuples give (B, k) outputs and flags on every route, in the input's library;
@@ -103,10 +109,50 @@ def test_k_tuples_host_route_is_lossless(cls, n):
     its p (G-test p-value > 1e-4 at a fixed seed)."""
     V, B, k = 30, 2, 20_000
     P, Q = _rows(V, B, 5)
-    v = verifiers.chain.ChainOptimal(cls(Q[0], n))
+    v = ChainOptimal(cls(Q[0], n))
     out, _ = v.sample_rows(P, Q, _tuples(cls, Q, n, k, 6), np.random.default_rng(7))
     for b in range(B):
         assert _g_test(out[b], P[b]) > 1e-4, (cls.__name__, n, b)
+
+
+@pytest.mark.parametrize("method", [None, "reduced"])
+@pytest.mark.parametrize("cls", [WithoutReplacement, ConditionalPoisson])
+@pytest.mark.parametrize("n", [2, 3])
+def test_reduced_rows_are_optimal(cls, n, method):
+    """V = 6, B = 3 rows, each with its own p and q: the batched form where the optimum is the
+    set-reduced plan (the default of these laws at small V, except two conditional-Poisson
+    drafts, whose default is ``cp2``; ``method="reduced"`` forces the plan).
+
+    Per row, 40,000 tuples of its own law: the G-test of the output against p has p-value
+    > 1e-4 (fixed seeds), and the acceptance is within 4 standard errors of the row's α*."""
+    V, B, k = 6, 3, 40_000
+    P, Q = _rows(V, B, 10 * n + (cls is ConditionalPoisson))
+    v = verifiers.get("optimal", cls(Q[0], n), method=method)
+    cp2 = cls is ConditionalPoisson and n == 2 and method is None
+    assert isinstance(v.engine(), ChainOptimal if cp2 else ReducedOptimal)
+    t = _tuples(cls, Q, n, k, 11)
+    out, acc = v.sample_rows(P, Q, t, np.random.default_rng(12))
+    assert out.shape == (B, k) and np.array_equal(acc, (t == out[..., None]).any(axis=-1))
+    for b in range(B):
+        assert _g_test(out[b], P[b]) > 1e-4, b
+        a = float(fast.alpha_star(P[b], Q[b], n=n, scheme=cls(Q[b], n).fast_kernel))
+        se = np.sqrt(a * (1 - a) / k)
+        assert abs(acc[b].mean() - a) <= 4 * se + 1e-12, (b, acc[b].mean(), a)
+    one, _ = v.sample_rows(P, Q, t[:, 0], 0)  # (B, n): one output per row
+    assert one.shape == (B,)
+
+
+def test_reduced_rows_on_tensors():
+    """Tensors go through the host and come back on their device, as the chain host route."""
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    P, Q = _rows(6, 3, 2)
+    v = verifiers.get("optimal", WithoutReplacement(Q[0], 3))
+    t = _tuples(WithoutReplacement, Q, 3, 4, 3)
+    Pt, Qt, tt = torch.tensor(P), torch.tensor(Q), torch.tensor(t)
+    runs = [v.sample_rows(Pt, Qt, tt, torch.Generator().manual_seed(1)) for _ in range(2)]
+    out, acc = runs[0]
+    assert isinstance(out, torch.Tensor) and out.shape == (3, 4) and acc.dtype == torch.bool
+    assert torch.equal(out, runs[1][0])  # seeded: reproducible
 
 
 def test_laws_without_a_batched_form_are_refused():
