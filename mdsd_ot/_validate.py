@@ -7,9 +7,13 @@ values afterwards.  Errors are :class:`ValueError` whose message names the argum
 Tolerances
 ----------
 A float vector is accepted when every entry is finite and ``>= -NEG_TOL`` and its sum is within
-``SUM_TOL`` (float64) or ``SUM_TOL_F32`` (float32 and lower) of 1.  Accepted vectors are clipped
-at 0 and renormalised to sum 1 (to within one rounding), so downstream code may rely on exact
-marginals.  Rational inputs (``fractions.Fraction``, integers, or strings ``"a/b"``) must sum to
+the tolerance of its dtype *as given* (:func:`sum_tol`) of 1: ``SUM_TOL`` (float64, and integers),
+``SUM_TOL_F32`` (float32), ``SUM_TOL_F16`` (float16) or ``SUM_TOL_BF16`` (bfloat16).  The
+low-precision tolerances are twice the format's unit roundoff u: a normalised vector rounded
+entry by entry to the format has ``|sum - 1| <= u * sum(p) = u``, so ``2u`` accepts every such
+vector (and its sum computed in a wider format) and nothing much further off.  Accepted vectors
+are clipped at 0 and renormalised to sum 1 (to within one rounding; float16 / bfloat16 tensors in
+float32), so downstream code may rely on exact marginals.  Rational inputs (``fractions.Fraction``, integers, or strings ``"a/b"``) must sum to
 exactly 1 and are kept exact.
 
 Dtypes (one rule for 1-D and 2-D inputs, numpy arrays and torch tensors)
@@ -17,7 +21,8 @@ Dtypes (one rule for 1-D and 2-D inputs, numpy arrays and torch tensors)
 Entries must be real numbers: floats, integers, or exact rationals.  Complex and boolean inputs
 are refused everywhere with the same message (:func:`check_dtype`); nothing is cast silently.
 numpy inputs are computed in float64.  Tensors (:func:`device_rows`) keep float32 / float64,
-float16 and bfloat16 are computed in float32 and integer tensors in float64; a tensor that
+float16 and bfloat16 are checked at their own tolerance, then cast to float32, renormalised there
+and computed in float32; integer tensors are computed in float64; a tensor that
 requires grad is detached (α* is piecewise linear in p and q and the solvers give no gradient:
 the result never requires grad); a tensor on the ``meta`` device (no values) is refused.
 Python lists given to :func:`mdsd_ot.torch.alpha_star` become float64 tensors (or the dtype of
@@ -43,10 +48,58 @@ import numpy as np
 
 #: Largest allowed deviation of a float64 probability vector's sum from 1.
 SUM_TOL: float = 1e-9
-#: Same for float32 (and lower precision) inputs, e.g. a float32 softmax over 152k tokens.
+#: Same for float32 inputs, e.g. a float32 softmax over 152k tokens.
 SUM_TOL_F32: float = 1e-4
+#: float16 (11 significand bits, unit roundoff u = 2^-11): 2u.  Rounding a normalised vector
+#: entry by entry moves its sum by at most u (each entry by at most u times itself), so 2u
+#: accepts every float16 copy of a distribution, e.g. ``softmax(logits.half())``, with a margin
+#: for the rounding of the sum itself (computed in float32).
+SUM_TOL_F16: float = 2 * 2.0**-11
+#: bfloat16 (8 significand bits, u = 2^-8): 2u, by the same argument as :data:`SUM_TOL_F16`.
+SUM_TOL_BF16: float = 2 * 2.0**-8
 #: Entries in ``[-NEG_TOL, 0)`` are rounding noise and are clipped to 0; below that is an error.
 NEG_TOL: float = 1e-15
+
+_SUM_TOLS = {"float32": SUM_TOL_F32, "float16": SUM_TOL_F16, "bfloat16": SUM_TOL_BF16}
+#: dtypes whose rows are checked at their own tolerance and then computed in float32.
+LOW_PRECISION: frozenset[str] = frozenset({"float16", "bfloat16"})
+
+
+def dtype_name(dtype: Any) -> str:
+    """The bare name of a numpy or tensor dtype (``"float32"``, ``"bfloat16"``, ``"int64"``).
+
+    Examples
+    --------
+    >>> dtype_name(np.dtype(np.float16))
+    'float16'
+    """
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        dtype = np.dtype(dtype)
+    return str(getattr(dtype, "name", dtype)).rsplit(".", 1)[-1]
+
+
+def sum_tol(dtype: Any) -> float:
+    """The allowed ``|sum - 1|`` of a row given in ``dtype`` (numpy or tensor dtype).
+
+    float64 and integers: :data:`SUM_TOL`; float32: :data:`SUM_TOL_F32`; float16 and bfloat16:
+    twice their unit roundoff (:data:`SUM_TOL_F16`, :data:`SUM_TOL_BF16`, module docstring).
+
+    Examples
+    --------
+    >>> sum_tol(np.dtype(np.float64)), sum_tol(np.dtype(np.float32)), sum_tol("bfloat16")
+    (1e-09, 0.0001, 0.0078125)
+    """
+    return _SUM_TOLS.get(dtype_name(dtype), SUM_TOL)
+
+
+def _low_precision_hint(name: str, dtype: Any, tensor: bool) -> str:
+    """The fix for a float16 / bfloat16 row whose sum is off: normalise in float32."""
+    cast = f"{name}.float()" if tensor else f"{name}.astype(np.float32)"
+    return (
+        f"convert {name} to float32 and normalise it there ({name} = {cast}; "
+        f"{name} = {name} / {name}.sum(-1, keepdims=True)); normalising in {dtype_name(dtype)} "
+        f"cannot do better than its rounding"
+    )
 
 
 def _is_rational_scalar(x: Any) -> bool:
@@ -162,17 +215,20 @@ def prob_vector(x: Any, name: str = "p", *, tol: float | None = None) -> np.ndar
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name}: entries must be numbers") from exc
     check_dtype(arr, name)
+    hint = _low_precision_hint(name, arr.dtype, False) if arr.dtype == np.float16 else None
     if tol is None:
-        tol = SUM_TOL_F32 if arr.dtype in (np.float32, np.float16) else SUM_TOL
+        tol = sum_tol(arr.dtype)
     arr = arr.astype(np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name}: must be a 1-D vector of probabilities, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name}: is empty; give at least one probability")
-    return _check_and_normalise(arr, name, tol)
+    return _check_and_normalise(arr, name, tol, hint)
 
 
-def _check_and_normalise(arr: np.ndarray, name: str, tol: float) -> np.ndarray:
+def _check_and_normalise(
+    arr: np.ndarray, name: str, tol: float, hint: str | None = None
+) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise ValueError(
@@ -189,7 +245,7 @@ def _check_and_normalise(arr: np.ndarray, name: str, tol: float) -> np.ndarray:
     if not abs(s - 1.0) <= tol:
         raise ValueError(
             f"{name}: entries sum to {_digits_apart(s)}, not 1 (tolerance {tol:g}); "
-            f"normalise {name} ({name} / {name}.sum()) first"
+            + (hint or f"normalise {name} ({name} / {name}.sum()) first")
         )
     return arr / s
 
@@ -243,7 +299,7 @@ def prob_rows(x: Any, name: str = "p", *, tol: float | None = None):
     """
     arr = real_array(x, name)
     if tol is None:
-        tol = SUM_TOL_F32 if arr.dtype in (np.float32, np.float16) else SUM_TOL
+        tol = sum_tol(arr.dtype)
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name}: must have shape (V,) or (B, V), got {arr.shape}")
     single = arr.ndim == 1
@@ -260,7 +316,8 @@ def prob_rows(x: Any, name: str = "p", *, tol: float | None = None):
     low = np.minimum.reduce(X, axis=-1)
     good = sum_ok(sums, tol) & (low >= -NEG_TOL)
     if not good.all():
-        raise_first_bad_row(X, ~good, name, tol, batched=not single)
+        hint = _low_precision_hint(name, arr.dtype, False) if arr.dtype == np.float16 else None
+        raise_first_bad_row(X, ~good, name, tol, batched=not single, hint=hint)
     if (low < 0).any():  # rounding noise in [-NEG_TOL, 0): clipped (a copy, rare)
         X = np.clip(X, 0.0, None)
         sums = np.add.reduce(X, axis=-1)
@@ -294,17 +351,20 @@ def _digits_apart(s: float) -> str:
     return repr(s)
 
 
-def raise_first_bad_row(X: Any, bad: Any, name: str, tol: float, batched: bool) -> None:
+def raise_first_bad_row(
+    X: Any, bad: Any, name: str, tol: float, batched: bool, *, hint: str | None = None
+) -> None:
     """Raise the message of the first bad row of ``X`` (numpy, or a tensor copied to the host).
 
-    ``bad`` flags the rows that failed the fused check.
+    ``bad`` flags the rows that failed the fused check; ``hint`` replaces the suggested fix of a
+    sum that is off (default: normalise ``name``).
     """
     Xn = _host(X)
     rows = np.flatnonzero(_host(bad))
     row = int(rows[0]) if rows.size else 0
     label = f"{name}[{row}]" if batched else name
     try:
-        _check_and_normalise(Xn[row].astype(np.float64), label, tol)
+        _check_and_normalise(Xn[row].astype(np.float64), label, tol, hint)
     except ValueError as exc:
         if not batched:
             raise
@@ -320,11 +380,20 @@ def _host(x: Any) -> np.ndarray:
 
 
 def device_rows(x: Any, name: str = "p") -> Any:
-    """A tensor's metadata checked by the dtype rule, as (B, V) rows; reads no values.
+    """A tensor checked by the dtype rule, as (B, V) rows.
 
     Refuses the ``meta`` device, complex and boolean dtypes and shapes other than (V,) / (B, V)
-    with V >= 1; detaches a tensor that requires grad; float16 / bfloat16 become float32 and
-    integer tensors float64 (module docstring).  Returns the tensor as (B, V).
+    with V >= 1; detaches a tensor that requires grad; integer tensors become float64 (module
+    docstring).  Reads no values, except for float16 / bfloat16 rows: those are checked here at
+    their own tolerance (:func:`sum_tol`, twice the unit roundoff; one host synchronisation),
+    then cast to float32 and renormalised there, so they pass the float32 checks that follow.
+    Returns the tensor as (B, V).
+
+    Examples
+    --------
+    >>> import torch
+    >>> device_rows(torch.tensor([0.2, 0.3, 0.5], dtype=torch.bfloat16)).dtype  # sums to 1.00098
+    torch.float32
     """
     if getattr(x, "is_meta", False) or str(getattr(x, "device", "")) == "meta":
         raise ValueError(
@@ -337,13 +406,22 @@ def device_rows(x: Any, name: str = "p") -> Any:
     from array_api_compat import array_namespace
 
     xp = array_namespace(x)
+    given = x.dtype
     if x.dtype not in (xp.float32, xp.float64):
         x = xp.astype(x, xp.float64 if xp.isdtype(x.dtype, "integral") else xp.float32)
     if x.ndim not in (1, 2):
         raise ValueError(f"{name}: must have shape (V,) or (B, V), got {tuple(x.shape)}")
     if x.shape[-1] == 0:
         raise ValueError(f"{name}: rows are empty; give at least one probability per row")
-    return x if x.ndim == 2 else x[None, :]
+    batched = x.ndim == 2
+    X = x if batched else x[None, :]
+    if dtype_name(given) in LOW_PRECISION:
+        sums, ok, tol = device_flags(X, sum_tol(given))
+        if not bool(xp.all(ok)):
+            hint = _low_precision_hint(name, given, tensor=True)
+            raise_first_bad_row(X, ~ok, name, tol, batched, hint=hint)
+        X = xp.clip(X, min=0.0) / sums[:, None]
+    return X
 
 
 def device_flags(X: Any, tol: float | None = None) -> tuple[Any, Any, float]:
@@ -357,11 +435,54 @@ def device_flags(X: Any, tol: float | None = None) -> tuple[Any, Any, float]:
 
     xp = array_namespace(X)
     if tol is None:
-        tol = SUM_TOL if X.dtype == xp.float64 else SUM_TOL_F32
+        tol = sum_tol(X.dtype)
     sums = xp.sum(xp.clip(X, min=0.0), axis=-1)  # NaN stays NaN; -inf counts 0 but fails `low`
     low = xp.min(X, axis=-1)
     ok = xp.isfinite(sums) & (low >= -NEG_TOL) & (xp.abs(sums - 1.0) <= tol)
     return sums, ok, tol
+
+
+def checked_rows(x: Any, name: str = "p") -> tuple[Any, bool]:
+    """Rows validated in the precision they are given in, clipped at 0 and normalised.
+
+    The sum tolerance follows the dtype of ``x`` as given (:func:`sum_tol`), so a float32 file
+    is checked at float32's tolerance even when it is computed in float64 afterwards: validate
+    here first, then cast (and renormalise in the new dtype).
+
+    Parameters
+    ----------
+    x : (V,) or (B, V) array_like or tensor
+        Probability rows: numpy arrays, lists, or tensors of any array-API library.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    X : (B, V) numpy.ndarray or tensor
+        float64 numpy rows for numpy and list inputs (:func:`prob_rows`); for tensors the
+        float32 / float64 rows of :func:`device_rows`, on their device.  Each row sums to 1
+        to within one rounding.
+    single : bool
+        Whether ``x`` was one row.
+
+    Examples
+    --------
+    >>> X, single = checked_rows(np.array([0.5, 0.50001], dtype=np.float32))
+    >>> X.dtype, single, round(float(X.sum()), 12)
+    (dtype('float64'), True, 1.0)
+    """
+    if isinstance(x, np.ndarray | list | tuple) or not hasattr(x, "dtype"):
+        X, sums, single = prob_rows(x, name)
+        return normalise(X, sums), single
+    single = x.ndim == 1
+    X = device_rows(x, name)
+    sums, ok, tol = device_flags(X)
+    from array_api_compat import array_namespace
+
+    xp = array_namespace(X)
+    if not bool(xp.all(ok)):
+        raise_first_bad_row(X, ~ok, name, tol, batched=not single)
+    return xp.clip(X, min=0.0) / sums[:, None], single
 
 
 def exact_vector(x: Any, name: str = "p", *, tol: float = SUM_TOL) -> tuple[Fraction, ...]:

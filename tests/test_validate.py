@@ -140,3 +140,46 @@ def test_tensor_rules():
     assert V.device_rows(torch.tensor([0.5, 0.5]).half(), "p").dtype == torch.float32
     sums, ok, tol = V.device_flags(torch.tensor([[0.5, 0.5], [0.5, float("nan")]]))
     assert ok.tolist() == [True, False] and tol == V.SUM_TOL_F32
+
+
+def test_low_precision_tolerance_is_twice_the_unit_roundoff():
+    """float16 / bfloat16 rows are checked at 2u of their format (a rounded distribution sums to
+    1 within u), then computed in float32 and renormalised; the suggested fix works."""
+    torch = pytest.importorskip("torch")
+    from mdsd_ot import fast
+
+    assert V.sum_tol(torch.bfloat16) == V.SUM_TOL_BF16 == 2 * 2.0**-8
+    assert V.sum_tol(torch.float16) == V.sum_tol(np.float16) == V.SUM_TOL_F16 == 2 * 2.0**-11
+    assert V.sum_tol(np.dtype(np.float32)) == V.SUM_TOL_F32
+    assert V.sum_tol(np.dtype(np.float64)) == V.sum_tol(torch.int64) == V.SUM_TOL
+    tiny = torch.tensor([0.2, 0.3, 0.5], dtype=torch.bfloat16)  # sums to 1.00098 in bf16
+    X = V.device_rows(tiny, "p")
+    assert X.dtype == torch.float32 and abs(float(X.sum()) - 1.0) < 1e-6
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(4, 32000, generator=g) * 3
+    for dt in (torch.bfloat16, torch.float16):
+        P = torch.softmax(logits.to(dt), -1)
+        a = fast.alpha_star(P, P, n=2, scheme="with")
+        assert a.dtype == torch.float32 and torch.allclose(a, torch.ones(4))
+    bad = torch.tensor([[0.5, 0.5], [0.2, 0.82]], dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"p\[1\]: entries sum to 1.02.*tolerance 0.0078125.*"
+                       r"p.float\(\)") as err:  # fmt: skip
+        fast.alpha_star(bad, bad, n=2, scheme="with")
+    assert "(row 1 of 2)" in str(err.value)
+    fixed = bad.float() / bad.float().sum(-1, keepdims=True)  # the suggested fix
+    assert fast.alpha_star(fixed, fixed, n=2, scheme="with").tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match=r"p\[1\]: .*tolerance 0.000976562.*astype\(np.float32"):
+        V.prob_rows(np.array([[0.5, 0.5], [0.2, 0.82]], dtype=np.float16))
+
+
+def test_checked_rows_follow_the_given_dtype():
+    """``checked_rows`` checks at the tolerance of the dtype given (float32: 1e-4), so a cast to
+    float64 afterwards does not turn float32 rounding into an error."""
+    torch = pytest.importorskip("torch")
+    x = np.array([[0.5, 0.5 + 5e-6]], dtype=np.float32)
+    X, single = V.checked_rows(x, "p")
+    assert X.dtype == np.float64 and not single and abs(X.sum() - 1) < 1e-15
+    T, single = V.checked_rows(torch.tensor([0.5, 0.5 + 5e-6]), "p")
+    assert T.dtype == torch.float32 and T.shape == (1, 2) and single
+    with pytest.raises(ValueError, match=r"p: entries sum to 1.00001, not 1 \(tolerance 1e-09"):
+        V.checked_rows(x.astype(np.float64)[0], "p")
