@@ -19,7 +19,8 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -39,6 +40,8 @@ __all__ = [
     "DEFAULT_DRAFTS",
     "SCHEME_HELP",
     "cli_command",
+    "cli_names",
+    "option_names",
     "bad_input_exits_2",
     "set_debug",
     "debug_enabled",
@@ -101,6 +104,47 @@ def fail(message: Any, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``error: message`` as one line on stderr and exit with ``code``."""
     typer.echo(f"error: {one_line(message)}", err=True)
     raise typer.Exit(code)
+
+
+def cli_names(exc: ValueError, names: dict[str, str]) -> ValueError:
+    """``exc`` with its leading argument name replaced by the option's (``p[0]:`` → ``--p[0]:``).
+
+    The validators start every message with the argument's name (``p``, ``q``, ``method``);
+    ``names`` maps those to the command-line options.  Other messages are returned unchanged.
+
+    Examples
+    --------
+    >>> str(cli_names(ValueError("p[3]: entries sum to 1.1"), {"p": "--p"}))
+    '--p[3]: entries sum to 1.1'
+    >>> str(cli_names(ValueError("pq: other"), {"p": "--p"}))
+    'pq: other'
+    """
+    msg = str(exc)
+    for arg in sorted(names, key=len, reverse=True):
+        if msg.startswith((f"{arg}:", f"{arg}[")):
+            return ValueError(names[arg] + msg[len(arg) :])
+    return exc
+
+
+@contextmanager
+def option_names(**names: str) -> Iterator[None]:
+    """Rename the leading argument of a :class:`ValueError` raised in the block (:func:`cli_names`).
+
+    Examples
+    --------
+    >>> with option_names(p="--p"):
+    ...     raise ValueError("p: is empty")
+    Traceback (most recent call last):
+    ...
+    ValueError: --p: is empty
+    """
+    try:
+        yield
+    except ValueError as exc:
+        new = cli_names(exc, names)
+        if new is exc:
+            raise
+        raise new from exc
 
 
 def cli_command(func: F) -> F:

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .._validate import checked_rows
 from ..drafts import FAST_SCHEMES, SCHEMES, scheme_help
 from ._common import (
     DEFAULT_DRAFTS,
@@ -32,6 +33,7 @@ from ._common import (
     OutOption,
     check_drafts_option,
     cli_command,
+    option_names,
 )
 from ._files import atomic_write, check_output_file, read_rows
 
@@ -106,8 +108,8 @@ def run_alpha(
     if dev == "mps" and not torch.backends.mps.is_available():
         raise ValueError("--device: mps requested but torch sees no MPS device; use --device cpu")
     tdtype = getattr(torch, dtype)
-    P = torch.as_tensor(np.asarray(p) if not torch.is_tensor(p) else p).to(dev, tdtype)
-    Q = torch.as_tensor(np.asarray(q) if not torch.is_tensor(q) else q).to(dev, tdtype)
+    P = _rows_in(p, "p", torch, dev, tdtype)
+    Q = _rows_in(q, "q", torch, dev, tdtype)
     if dev.startswith("cuda"):
         torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -116,6 +118,15 @@ def run_alpha(
         torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     return np.atleast_1d(a.double().cpu().numpy()), secs, f"torch {dtype} on {dev}"
+
+
+def _rows_in(x: Any, name: str, torch: Any, dev: str, tdtype: Any) -> Any:
+    """Rows checked at the tolerance of the dtype they are stored in, then cast to ``tdtype`` on
+    ``dev`` and renormalised there (a float32 file run in float64 is checked as float32)."""
+    X, single = checked_rows(x if torch.is_tensor(x) else np.asarray(x), name)
+    X = torch.as_tensor(X).to(dev, tdtype)
+    X = X / X.sum(-1, keepdim=True)
+    return X[0] if single else X
 
 
 def stats(alpha: np.ndarray, seconds: float) -> dict[str, Any]:
@@ -192,7 +203,8 @@ def register(app: typer.Typer) -> None:
             raise ValueError(f"{which}: give the {'target' if p_file is None else 'draft'} rows")
         p = read_rows(p_file, "--p")
         q = read_rows(q_file, "--q")
-        a, secs, label = run_alpha(p, q, n, scheme, device, dtype)
+        with option_names(p="--p", q="--q", n="-n", scheme="--scheme"):
+            a, secs, label = run_alpha(p, q, n, scheme, device, dtype)
         if out is not None:
             _save(Path(out), a)
         if as_json:

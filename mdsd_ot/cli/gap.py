@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .._validate import checked_rows
 from ._bounds import (
     MAX_ENTRIES,
     MAX_SAMPLES,
@@ -34,6 +35,7 @@ from ._common import (
     SeedOption,
     check_drafts_option,
     cli_command,
+    option_names,
 )
 from ._files import check_output_file, read_rows, write_text
 from .report import print_table
@@ -98,8 +100,9 @@ def _positions(
     if p_file is None or q_file is None:
         which = "--p" if p_file is None else "--q"
         raise ValueError(f"{which}: give both --p and --q (or use --synthetic)")
-    P = np.asarray(_host(read_rows(p_file, "--p")), dtype=np.float64)
-    Q = np.asarray(_host(read_rows(q_file, "--q")), dtype=np.float64)
+    with option_names(p="--p", q="--q"):
+        P = _rows64(read_rows(p_file, "--p"), "p")
+        Q = _rows64(read_rows(q_file, "--q"), "q")
     if P.shape != Q.shape:
         raise ValueError(
             f"--q: shape {Q.shape} differs from --p's {P.shape}; give one draft row per target row"
@@ -107,10 +110,14 @@ def _positions(
     return P, Q, False, {"source": "files", "p_file": p_file, "q_file": q_file}
 
 
-def _host(x: Any) -> Any:
-    if type(x).__module__.startswith("torch"):
-        return x.detach().cpu().double().numpy()
-    return x
+def _rows64(x: Any, name: str) -> np.ndarray:
+    """Rows checked at the tolerance of the dtype they are stored in (a float32 file at
+    float32's), then as float64 numpy rows renormalised in float64; the shape of ``x``."""
+    X, single = checked_rows(x, name)
+    if not isinstance(X, np.ndarray):  # a tensor: float32 or float64 rows
+        X = X.detach().cpu().double().numpy()
+        X = X / X.sum(-1, keepdims=True)
+    return X[0] if single else X
 
 
 def register(app: typer.Typer) -> None:

@@ -149,3 +149,33 @@ def test_bad_input_exits_2_with_one_line(app, rows, tmp_path):
         ],
     )
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_float32_and_bf16_files_use_their_own_tolerance(app, tmp_path):
+    """A float32 .pt (or .npy with --device) is checked at float32's tolerance, not float64's
+    (it is cast to --dtype float64 only afterwards); a bfloat16 .pt at bfloat16's."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    P = torch.softmax(torch.randn(4, 32000, generator=g) * 3, -1)
+    Q = torch.softmax(torch.randn(4, 32000, generator=g) * 3, -1)
+    assert (P.double().sum(-1) - 1).abs().max() > 1e-9  # float32 rounding, beyond float64's tol
+    ref = alpha_star(P.numpy(), Q.numpy(), n=2, scheme="with")  # float32: tolerance 1e-4
+    for stem, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        torch.save(P.to(dt), tmp_path / f"p{stem}.pt")
+        torch.save(Q.to(dt), tmp_path / f"q{stem}.pt")
+        np.save(tmp_path / "p32.npy", P.numpy())
+        np.save(tmp_path / "q32.npy", Q.numpy())
+    cases = [
+        (["--p", str(tmp_path / "pf32.pt"), "--q", str(tmp_path / "qf32.pt")], 1e-6),
+        (["--p", str(tmp_path / "p32.npy"), "--q", str(tmp_path / "q32.npy"), "--device", "cpu"],
+         1e-6),
+        (["--p", str(tmp_path / "pbf16.pt"), "--q", str(tmp_path / "qbf16.pt")], 2e-2),
+    ]  # fmt: skip
+    for args, tol in cases:
+        r = runner.invoke(app, ["alpha", *args])
+        assert r.exit_code == 0, (args, r.output)
+        assert _mean(r.output) == pytest.approx(ref.mean(), abs=tol)
+    torch.save(torch.tensor([[0.2, 0.3, 0.55]]), tmp_path / "bad.pt")
+    r = runner.invoke(app, ["alpha", "--p", str(tmp_path / "bad.pt"), "--q", "0.2,0.3,0.5"])
+    assert r.exit_code == 2
+    assert "--p[0]: entries sum to 1.05, not 1 (tolerance 0.0001)" in r.output
