@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_output_file", "atomic_path", "atomic_file", "atomic_write"]
+__all__ = ["check_output_file", "probe_directory", "atomic_path", "atomic_file", "atomic_write"]
 
 
 def check_output_file(
@@ -64,8 +64,9 @@ def check_output_file(
     ------
     ValueError
         Naming ``option``, the file and the fix: ``path`` is a directory, its suffix is not one
-        of ``suffixes``, its parent directory is missing, is not a directory or is not writable,
-        or it exists and is not writable.
+        of ``suffixes``, its parent directory is missing, is not a directory or is not writable
+        (permissions, or no file can be created there: :func:`probe_directory`), or it exists
+        and is not writable.
 
     Examples
     --------
@@ -99,7 +100,50 @@ def check_output_file(
         raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
     if path.exists() and not os.access(path, os.W_OK):
         raise ValueError(f"{option}: cannot overwrite {path} (permission denied)")
+    probe_directory(parent, option, path)
     return path
+
+
+def probe_directory(directory: str | os.PathLike, option: str, target: Any = None) -> None:
+    """Create and remove a temporary file in ``directory``: the write of :func:`atomic_write`
+    (a temporary name there, then a rename) is tried before any computation.
+
+    Permission bits do not tell everything: ``/proc``, a read-only mount or a full quota pass
+    :func:`os.access` and still refuse a new file.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        An existing directory.
+    option : str
+        The option that gave the path: the message starts with it.
+    target : str or os.PathLike, optional
+        The path the user gave, named in the message (default ``directory``).
+
+    Raises
+    ------
+    ValueError
+        ``"{option}: cannot create {target} ({reason})"`` when no file can be created there.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> probe_directory(d, "--out"); os.listdir(d)
+    []
+    """
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".mdsd-ot.", suffix=".probe", dir=directory)
+    except OSError as exc:
+        what = target if target is not None else directory
+        raise ValueError(
+            f"{option}: cannot create {what} ({exc.strerror or exc}); give a path in a writable "
+            "directory"
+        ) from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def atomic_path(path: str | os.PathLike) -> Path:

@@ -42,6 +42,7 @@ __all__ = [
     "cli_command",
     "cli_names",
     "option_names",
+    "option_os_errors",
     "bad_input_exits_2",
     "set_debug",
     "debug_enabled",
@@ -145,6 +146,26 @@ def option_names(**names: str) -> Iterator[None]:
         if new is exc:
             raise
         raise new from exc
+
+
+@contextmanager
+def option_os_errors(option: str) -> Iterator[None]:
+    """An :class:`OSError` raised in the block becomes a ValueError naming ``option`` and the file
+    (for writers outside :mod:`mdsd_ot._outputs`, e.g. the plots of ``--plot``).
+
+    Examples
+    --------
+    >>> with option_os_errors("--plot"):
+    ...     raise FileNotFoundError(2, "No such file or directory", "/proc/x")
+    Traceback (most recent call last):
+    ...
+    ValueError: --plot: cannot write /proc/x (No such file or directory)
+    """
+    try:
+        yield
+    except OSError as exc:
+        what = exc.filename if exc.filename is not None else "the output"
+        raise ValueError(f"{option}: cannot write {what} ({exc.strerror or exc})") from exc
 
 
 def cli_command(func: F) -> F:

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._outputs import atomic_write, check_output_file
+from .._outputs import atomic_write, check_output_file, probe_directory
 
 __all__ = [
     "INPUT_SUFFIXES",
@@ -285,13 +286,18 @@ def _kind(obj: Any) -> str:
 
 # -- outputs (files: mdsd_ot._outputs, shared with the witness files, shards and figures) ---
 def check_output_dir(path: str | Path, option: str) -> Path:
-    """Check that ``path`` is a writable directory, or can be created as one; return it."""
+    """Check that ``path`` is a writable directory, or can be created as one; return it.
+
+    Besides the permission bits, a file (or, for a missing ``path``, a directory) is created and
+    removed there, so ``/proc/x`` or a read-only mount is refused before any computation.
+    """
     path = Path(path)
     if path.exists():
         if not path.is_dir():
             raise ValueError(f"{option}: {path} exists and is not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
             raise ValueError(f"{option}: cannot write to directory {path} (permission denied)")
+        probe_directory(path, option)
         return path
     parent = path.parent
     while not parent.exists():  # mkdir(parents=True) creates the missing ones
@@ -300,6 +306,13 @@ def check_output_dir(path: str | Path, option: str) -> Path:
         raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"{option}: cannot create {path} in {parent} (permission denied)")
+    try:  # permission bits do not tell everything (/proc, read-only mounts): try it
+        os.rmdir(tempfile.mkdtemp(prefix=".mdsd-ot.", suffix=".probe", dir=parent))
+    except OSError as exc:
+        raise ValueError(
+            f"{option}: cannot create {path} ({exc.strerror or exc}); give a path in a writable "
+            "directory"
+        ) from None
     return path
 
 

@@ -36,6 +36,7 @@ from ._common import (
     check_drafts_option,
     cli_command,
     option_names,
+    option_os_errors,
 )
 from ._files import check_output_file, read_rows, write_text
 from .report import print_table
@@ -207,7 +208,8 @@ def register(app: typer.Typer) -> None:
 
             from ..reports import plot_gap
 
-            plt.close(plot_gap(report, plot))
+            with option_os_errors("--plot"):
+                plt.close(plot_gap(report, plot))
             report["plot"] = plot
         if out is not None:
             write_text(out, "--out", json.dumps(report, indent=2) + "\n")

@@ -32,7 +32,7 @@ from ._bounds import (
     check_int,
     check_seed,
 )
-from ._common import JsonOption, SamplesOption, SeedOption, cli_command
+from ._common import JsonOption, SamplesOption, SeedOption, cli_command, option_os_errors
 from ._files import check_output_dir, check_output_file, write_text
 
 __all__ = ["register", "print_table", "parse_list", "parse_ns", "progress_bar"]
@@ -275,7 +275,8 @@ def register(app: typer.Typer) -> None:
                 rep = report(source, n_list, progress=advance, **kwargs)
             if demo:
                 rep["source"] = "demo"
-        files = write_plots(rep, plot) if plot is not None else []
+        with option_os_errors("--plot"):
+            files = write_plots(rep, plot) if plot is not None else []
         _strip_values(rep)
         if files:
             rep["plots"] = [str(f) for f in files]

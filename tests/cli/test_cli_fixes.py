@@ -7,6 +7,7 @@ The whole app is run in-process (``mdsd_ot.cli.app``) except where a real pipe i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -49,3 +50,60 @@ def test_gap_checks_float32_files_at_float32_tolerance(tmp_path):
                             str(tmp_path / "q.npy")])  # fmt: skip
     assert r.exit_code == 2
     assert r.stderr.startswith("error: --p[1]: entries sum to 1.001, not 1 (tolerance 0.0001)")
+
+
+_PROC = Path("/proc")
+
+
+@pytest.mark.skipif(not (_PROC / "self").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["report", "--demo", "--positions", "16", "--out", "/proc/x.json"], "--out"),
+        (["report", "--demo", "--positions", "16", "--plot", "/proc/x"], "--plot"),
+        (["gap", "--synthetic", "--out", "/proc/x.json"], "--out"),
+        (["gap", "--synthetic", "--plot", "/proc/x.png"], "--plot"),
+        (["alpha", "--p", "0.5,0.5", "--q", "0.5,0.5", "--out", "/proc/x.npy"], "--out"),
+        (["solve", "--p", "0.5,0.5", "--q", "0.5,0.5", "--plan", "/proc/x.npy"], "--plan"),
+    ],
+)
+def test_uncreatable_output_refused_before_the_computation(args, option, monkeypatch):
+    """/proc passes the permission bits (as root) but holds no new files: the up-front check
+    creates and removes a temporary file (or directory) there, so nothing is computed."""
+    import mdsd_ot.reports as reports
+    from mdsd_ot.cli import gap as gap_cmd
+
+    def never(*a, **k):
+        raise AssertionError("computed before the output check")
+
+    monkeypatch.setattr(reports, "report", never)
+    monkeypatch.setattr(gap_cmd, "_run", never)
+    monkeypatch.setattr("mdsd_ot.fast.alpha_star", never)
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(f"error: {option}: ") and "/proc" in r.stderr, r.stderr
+
+
+def test_probes_leave_nothing_behind(tmp_path):
+    """The probes of the output checks remove what they create."""
+    from mdsd_ot._outputs import check_output_file
+    from mdsd_ot.cli._files import check_output_dir
+
+    check_output_file(tmp_path / "a.json", "--out", (".json",))
+    check_output_dir(tmp_path, "--plot")
+    check_output_dir(tmp_path / "new" / "sub", "--plot")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_write_error_names_the_option(monkeypatch, tmp_path):
+    """An OSError of the plot writer (outside mdsd_ot._outputs) names --plot."""
+    import mdsd_ot.reports as reports
+
+    def broken(rep, d):
+        raise FileNotFoundError(2, "No such file or directory", str(d))
+
+    monkeypatch.setattr(reports, "write_plots", broken)
+    r = runner.invoke(app, ["report", "--demo", "--positions", "16", "-n", "2", "--plot",
+                            str(tmp_path / "plots")])  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(f"error: --plot: cannot write {tmp_path / 'plots'} (No such file")
