@@ -24,6 +24,7 @@ from ._common import (
     describe_os_error,
     one_line,
     set_debug,
+    stdout_closed,
 )
 
 __all__ = ["app", "main", "COMMAND_MODULES"]
@@ -97,11 +98,12 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app; every error becomes one line and an exit code.
 
     Usage errors and bad input exit 2, internal errors 3 (``--debug`` shows the traceback),
-    an interrupt 130.
+    an interrupt 130, a closed stdout (``| head``) 141 without a message.
     """
     args = _take_debug(list(sys.argv[1:] if argv is None else argv))
     try:
         rv = app(args=args, prog_name="mdsd-ot", standalone_mode=False)
+        sys.stdout.flush()  # a closed pipe raises here, not in the interpreter's final flush
     except typer.TyperException as exc:  # usage errors: unknown option, bad integer, ...
         show = getattr(exc, "show", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and show is not None:
@@ -117,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
             raise
         typer.echo("error: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # stdout closed by its reader (| head): quietly
+        sys.exit(stdout_closed())
     except ValueError as exc:  # raised outside a command (option callbacks)
         if debug_enabled():
             raise

@@ -6,7 +6,7 @@ the same options), ``-n``/``--drafts``, ``--scheme`` (names and help from
 
 Exit codes: 0 success, 1 a check failed (a disagreement, a claim, a witness), 2 bad input (one
 line on stderr naming the option), 3 an internal error (one line; ``--debug`` shows the
-traceback), 130 interrupted.
+traceback), 130 interrupted, 141 stdout closed by its reader (``| head``; nothing printed).
 
 Examples
 --------
@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -36,6 +37,8 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
+    "stdout_closed",
     "DEBUG_ENV",
     "DEFAULT_DRAFTS",
     "SCHEME_HELP",
@@ -66,6 +69,8 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+#: The reader of stdout closed it (``| head``): 128 + SIGPIPE, quietly.
+EXIT_BROKEN_PIPE = 141
 
 #: Set this environment variable (to anything but "" or "0") for tracebacks, as ``--debug`` does.
 DEBUG_ENV = "MDSD_OT_DEBUG"
@@ -168,6 +173,22 @@ def option_os_errors(option: str) -> Iterator[None]:
         raise ValueError(f"{option}: cannot write {what} ({exc.strerror or exc})") from exc
 
 
+def stdout_closed() -> int:
+    """Quiet exit when the reader of stdout went away (``mdsd-ot solve --full | head``).
+
+    As the Python documentation advises for SIGPIPE: point stdout at ``os.devnull``, so that
+    the interpreter's final flush does not raise again, and print nothing.  Returns
+    :data:`EXIT_BROKEN_PIPE` (128 + SIGPIPE, the status a shell reports for a process that
+    SIGPIPE ended).
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's captured stdout)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
 def cli_command(func: F) -> F:
     """Decorator of every command: no traceback ever reaches the user.
 
@@ -187,6 +208,8 @@ def cli_command(func: F) -> F:
             if debug_enabled():
                 raise
             fail("interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:  # stdout closed by its reader: not an error, nothing to print
+            raise typer.Exit(stdout_closed()) from None
         except ValueError as exc:
             if debug_enabled():
                 raise

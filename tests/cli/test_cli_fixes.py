@@ -107,3 +107,23 @@ def test_plot_write_error_names_the_option(monkeypatch, tmp_path):
                             str(tmp_path / "plots")])  # fmt: skip
     assert r.exit_code == 2, r.output
     assert r.stderr.startswith(f"error: --plot: cannot write {tmp_path / 'plots'} (No such file")
+
+
+def test_closed_stdout_exits_quietly(tmp_path):
+    """``mdsd-ot solve ... --full | head``: no ``error: Broken pipe``; exit 141 (docs/cli.md)."""
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "p.npy", rng.dirichlet(np.ones(3000)))
+    np.save(tmp_path / "q.npy", rng.dirichlet(np.ones(3000)))
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    cmd = [sys.executable, "-m", "mdsd_ot", "solve", "--p", str(tmp_path / "p.npy"), "--q",
+           str(tmp_path / "q.npy"), "--full"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # the reader goes away before the first line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""
