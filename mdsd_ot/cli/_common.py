@@ -259,7 +259,13 @@ QOption = Annotated[
 ]
 NOption = Annotated[
     int | None,
-    typer.Option("-n", "--drafts", help="Number of drafts.", show_default=str(DEFAULT_DRAFTS)),
+    typer.Option(
+        "-n",
+        "--drafts",
+        # the default is None (not given) in the code; a string show_default prints "(2)"
+        help=f"Number of drafts. \\[default: {DEFAULT_DRAFTS}]",
+        show_default=False,
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the randomness, in [0, 2^63).")]

@@ -30,7 +30,6 @@ from ..drafts import FAST_SCHEMES, SCHEMES, scheme_help
 from ._common import (
     DEFAULT_DRAFTS,
     JsonOption,
-    OutOption,
     check_drafts_option,
     cli_command,
     option_names,
@@ -184,7 +183,14 @@ def register(app: typer.Typer) -> None:
         dtype: Annotated[
             str, typer.Option("--dtype", help="float32 or float64 (torch solver).")
         ] = "float64",
-        out: OutOption = None,
+        out: Annotated[
+            str | None,
+            typer.Option(
+                "--out",
+                help="Also save α* of every row to this file, by suffix: .npy, .pt, .json, .csv "
+                "or .txt.",
+            ),
+        ] = None,
         as_json: JsonOption = False,
     ) -> None:
         """α* of every position (row) of a batch with the fast solver (docs/reference.md T7).
