@@ -49,6 +49,8 @@ from ._common import (
     SeedOption,
     check_drafts_option,
     cli_command,
+    cli_names,
+    option_names,
     read_vector,
 )
 from ._files import check_output_file, write_text
@@ -86,11 +88,7 @@ def _is_matrix(x: Any) -> bool:
 
 def _cli_names(exc: ValueError) -> ValueError:
     """Name the command-line options in a law's message (``q:`` becomes ``--q:``, ...)."""
-    msg = str(exc)
-    for arg, opt in (("qs", "--q"), ("q", "--q"), ("n", "-n"), ("table", "--table")):
-        if msg.startswith(f"{arg}:") or msg.startswith(f"{arg}["):
-            return ValueError(opt + msg[len(arg) :])
-    return exc
+    return cli_names(exc, {"qs": "--q", "q": "--q", "n": "-n", "table": "--table"})
 
 
 def build_law(scheme: str, q: list[Any] | None, n: int | None, table: Any = None) -> DraftLaw:
@@ -148,7 +146,8 @@ def instance_from_options(
     qvals = [read_vector(x, "--q") for x in (q or [])]
     tab = None if table is None else read_vector(table, "--table")
     law = build_law(scheme, qvals, n, tab)
-    return make_instance(pv, law)
+    with option_names(p="--p", q="--q"):
+        return make_instance(pv, law)
 
 
 def _select_builtin(scheme: str | None, n: int | None) -> list[Instance]:

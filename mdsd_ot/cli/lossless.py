@@ -29,6 +29,7 @@ from ._common import (
     SeedOption,
     check_drafts_option,
     cli_command,
+    option_names,
 )
 from ._files import check_output_file, write_text
 
@@ -87,6 +88,27 @@ def _summary(report: Any, statistical: bool) -> str:
     return head
 
 
+def _check(func, scheme, instances, samples, level, vocab, n, seed, batch):
+    """The report of the statistical (``samples`` given) or the exact check, and its rows."""
+    from ..lossless import check_exact, check_sampler_family, controls
+    from ..lossless.load import takes_coins
+    from ..lossless.sampler import SamplerError
+
+    if samples is not None:
+        sampler = controls.verify_sampler(func) if takes_coins(func) else func
+        try:
+            report = check_sampler_family(
+                sampler, scheme, instances, samples, level,
+                vocab=vocab, n=n, seed=seed, batch=batch,
+            )  # fmt: skip
+        except SamplerError as exc:
+            typer.echo(f"FAIL: {exc}", err=True)
+            raise typer.Exit(1) from None
+        return report, [report.row(k) for k in range(len(report.checks))]
+    report = check_exact(func, scheme, instances, vocab=vocab, n=n, seed=seed)
+    return report, [c.row() for c in report.checks]
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``lossless`` command to ``app``."""
 
@@ -128,9 +150,7 @@ def register(app: typer.Typer) -> None:
         out: OutOption = None,
     ) -> None:
         """Check that a verifier's output law is p (exactly, or by tests with stated power)."""
-        from ..lossless import check_exact, check_sampler_family, controls
-        from ..lossless.load import load_function, takes_coins
-        from ..lossless.sampler import SamplerError
+        from ..lossless.load import load_function
 
         if exact and samples is not None:
             raise ValueError("--exact, --samples: choose one mode (exact enumeration or N samples)")
@@ -146,20 +166,9 @@ def register(app: typer.Typer) -> None:
             check_output_file(out, "--out", (".json",))
         func = load_function(function)
         statistical = samples is not None
-        if statistical:
-            sampler = controls.verify_sampler(func) if takes_coins(func) else func
-            try:
-                report = check_sampler_family(
-                    sampler, scheme, instances, samples, level,
-                    vocab=vocab, n=nn, seed=seed, batch=batch,
-                )  # fmt: skip
-            except SamplerError as exc:
-                typer.echo(f"FAIL: {exc}", err=True)
-                raise typer.Exit(1) from None
-            rows = [report.row(k) for k in range(len(report.checks))]
-        else:
-            report = check_exact(func, scheme, instances, vocab=vocab, n=nn, seed=seed)
-            rows = [c.row() for c in report.checks]
+        # the checks name their arguments (draft_factory: ...); the messages name the options
+        with option_names(draft_factory="--scheme", scheme="--scheme"):
+            report, rows = _check(func, scheme, instances, samples, level, vocab, nn, seed, batch)
         if report.checked == 0:
             reason = next(iter(rows[0]["reasons"]), "") if rows else ""
             raise ValueError(

@@ -34,6 +34,7 @@ from ._common import (
     QOption,
     check_drafts_option,
     cli_command,
+    option_names,
 )
 from ._files import atomic_write, check_output_file, write_text
 from .crosscheck import TableOption, instance_from_options
@@ -189,7 +190,8 @@ def register(app: typer.Typer) -> None:
             if plan is not None and Path(out).resolve() == Path(plan).resolve():
                 raise ValueError("--out: give a file other than --plan's")
         inst = instance_from_options(p, q, n, scheme, table)
-        res = solve(inst.p, inst.draft, method=method)
+        with option_names(method="--method", p="--p", q="--q"):
+            res = solve(inst.p, inst.draft, method=method)
         summary = _summary(res, inst.p.float)
         if plan is not None:
             summary["plan"] = str(write_plan(res.plan, plan, res.method))

@@ -127,3 +127,43 @@ def test_closed_stdout_exits_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert err == ""
+
+
+def _help(command: str) -> str:
+    r = runner.invoke(app, [command, "--help"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    return " ".join(r.output.replace("│", " ").split())  # the rich boxes wrap lines
+
+
+def test_help_texts():
+    """alpha --out names the file types it writes (not 'the full result (JSON)'); -n shows its
+    default as [default: 2], not [default: (2)]."""
+    alpha = _help("alpha")
+    assert "full result (JSON)" not in alpha
+    assert "α* of every row to this file, by suffix: .npy, .pt, .json, .csv or .txt" in alpha
+    for command in ("crosscheck", "solve", "lossless"):
+        text = _help(command)
+        assert "Number of drafts. [default: 2]" in text, (command, text)
+        assert "(2)" not in text, command
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["solve", "--p", "0.5,0.6", "--q", "0.5,0.5"], "error: --p: entries sum to 1.1"),
+        (["crosscheck", "--p", "0.5,0.6", "--q", "0.5,0.5"], "error: --p: entries sum to 1.1"),
+        (["alpha", "--p", "0.5,0.5", "--q", "0.5,0.6"], "error: --q: entries sum to 1.1"),
+        (["solve", "--p", "0.5,0.5", "--q", "0.5,0.5", "--method", "bogus"],
+         "error: --method: unknown method 'bogus'"),
+        (["lossless", "KERNEL", "--scheme", "bogus"],
+         "error: --scheme: unknown scheme 'bogus'"),
+    ],
+)  # fmt: skip
+def test_messages_name_the_options(args, start, tmp_path):
+    """The validators' argument names (p, method, draft_factory) become the options' names."""
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("def verify(p, q, drafts, coins):\n    return drafts[0], True\n")
+    args = [f"{kernel}:verify" if a == "KERNEL" else a for a in args]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(start), r.stderr
