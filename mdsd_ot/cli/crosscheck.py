@@ -25,6 +25,7 @@ import numpy as np
 import typer
 from rich.markup import escape
 
+from .. import _validate as V_
 from ..drafts import SCHEMES, DraftLaw, QLaw, make
 from ..reports.crosscheck import (
     DEFAULT_TOL,
@@ -73,11 +74,21 @@ def check_scheme(scheme: str, option: str = "--scheme") -> str:
     return scheme
 
 
-def _host(x: Any) -> Any:
-    """A torch tensor read from a .pt file as a float64 numpy array (exact methods take numpy)."""
-    if type(x).__module__.startswith("torch"):
-        return x.detach().cpu().double().numpy()
-    return x
+def _host(x: Any, name: str | None = None) -> Any:
+    """A torch tensor read from a .pt file as a float64 numpy array (exact methods take numpy).
+
+    With ``name`` (a probability vector or rows: ``--p``, ``--q``) the tensor is checked first
+    at the tolerance of the dtype it was stored in (:func:`mdsd_ot._validate.checked_rows`:
+    float32 1e-4, float16 / bfloat16 twice their unit roundoff), then cast to float64 and
+    renormalised there; a float32 file is not held to float64's 1e-9."""
+    if not type(x).__module__.startswith("torch"):
+        return x
+    if name is not None and x.is_floating_point() and x.ndim in (1, 2):
+        X, single = V_.checked_rows(x.detach(), name)
+        X = X.cpu().double()
+        X = (X / X.sum(-1, keepdim=True)).numpy()
+        return X[0] if single else X
+    return x.detach().cpu().double().numpy()
 
 
 def _is_matrix(x: Any) -> bool:
@@ -99,7 +110,7 @@ def build_law(scheme: str, q: list[Any] | None, n: int | None, table: Any = None
     for the others, a table for an explicit law.
     """
     cls = SCHEMES[check_scheme(scheme)]
-    qvals = [_host(x) for x in (q or [])]
+    qvals = [_host(x, "--q") for x in (q or [])]
     one_q = issubclass(cls, QLaw)
     if len(qvals) > 1 and one_q:
         raise ValueError(
@@ -142,7 +153,7 @@ def instance_from_options(
         raise ValueError("--p: give the target distribution p (a comma list or a file)")
     if not q and table is None:
         raise ValueError("--q: give the draft distribution q (a comma list or a file)")
-    pv = _host(read_vector(p, "--p"))
+    pv = _host(read_vector(p, "--p"), "--p")
     qvals = [read_vector(x, "--q") for x in (q or [])]
     tab = None if table is None else read_vector(table, "--table")
     law = build_law(scheme, qvals, n, tab)

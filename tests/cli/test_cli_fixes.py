@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from mdsd_ot import fast
 from mdsd_ot.cli import app
 
 runner = CliRunner()
@@ -167,3 +168,27 @@ def test_messages_name_the_options(args, start, tmp_path):
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
     assert r.stderr.startswith(start), r.stderr
+
+
+def test_solve_and_crosscheck_check_pt_rows_at_their_stored_dtype(tmp_path):
+    """``solve`` / ``crosscheck`` with float32 and bfloat16 .pt vectors: checked at the stored
+    dtype's tolerance (float32 1e-4, bfloat16 2**-7), then cast to float64 and renormalised
+    (they were cast first and refused at float64's 1e-9); a bad row is still refused, by name."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(3)
+    p = torch.softmax(torch.randn(300, generator=g) * 3, -1)
+    q = torch.softmax(torch.randn(300, generator=g) * 3, -1)
+    assert abs(float(p.double().sum()) - 1) > 1e-9 or abs(float(q.double().sum()) - 1) > 1e-9
+    p64, q64 = (x.double().numpy() for x in (p, q))
+    ref = float(fast.alpha_star(p64 / p64.sum(), q64 / q64.sum(), n=2, scheme="with"))
+    for stem, dt, tol in (("f32", torch.float32, 1e-6), ("bf16", torch.bfloat16, 2e-2)):
+        torch.save(p.to(dt), tmp_path / f"p{stem}.pt")
+        torch.save(q.to(dt), tmp_path / f"q{stem}.pt")
+        args = ["--p", str(tmp_path / f"p{stem}.pt"), "--q", str(tmp_path / f"q{stem}.pt")]
+        r = runner.invoke(app, ["solve", *args, "-n", "2"])
+        assert r.exit_code == 0, (stem, r.output)
+        alpha = float(r.output.split("α* = ")[1].split()[0])
+        assert alpha == pytest.approx(ref, abs=tol)
+    torch.save(torch.tensor([0.2, 0.3, 0.55]), tmp_path / "bad.pt")
+    r = runner.invoke(app, ["solve", "--p", str(tmp_path / "bad.pt"), "--q", "0.2,0.3,0.5"])
+    assert r.exit_code == 2 and "--p" in r.output and "1.05" in r.output, r.output
