@@ -161,6 +161,8 @@ def survivors(
         qn[i] = q[t] / sq
         u[i] = (0.0 if hf[i] else qn[i]) / tau
         E[i + 1] = E[i] + p[t] / sp
+    # (boundary - E[start]) + E[i + 1], as bucket._continued: the difference may cancel, the
+    # sum keeps relative accuracy (E[i + 1] extends E[start], whose terms the boundary holds)
     for i in range(C):
         if one_run:
             P_s[i] = E[i + 1] + P[bs[0]]
@@ -196,7 +198,7 @@ def survivors(
     R[C - 1] = qn[C - 1]
     for i in range(C - 2, -1, -1):
         R[i] = R[i + 1] + qn[i]
-    lam_s = np.empty(C)
+    lam_s = np.empty(C)  # (after - R[stop]) + R[i + 1]: the same argument, from the end
     for i in range(C):
         after = lamb[min(bs[i] + 1, nb)]
         lam_s[i] = (after - R[stop[i]]) + R[i + 1]

@@ -575,6 +575,14 @@ def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
     if first is None:
         return xp.cumulative_sum(x, axis=-1) + bk.take_rows(boundary, bs[:, :1])
     E = bk.exclusive(xp.cumulative_sum(x, axis=-1), xp)  # E[j] = sum of the first j terms
+    # (A - B) + C, A = boundary[bs], B = E[first], C = E[i + 1].  A - B cancels when little
+    # mass precedes the run (A and B both hold the run's earlier buckets), but the sum does not:
+    # the terms are >= 0, B's lie among A's and C extends B's running sum (C = B(1 + phi) + the
+    # m = i + 1 - first terms of i's bucket, |phi| <= gamma_m), so fl((A - B) + C) - S =
+    # A*theta_A + B*(phi - delta) + ... with S >= A, B: relative error <= gamma(D_A + m + 4),
+    # D_A <= (max count) + nb - 1 the boundary's depth, m <= C - 1 (two buckets at least), so
+    # within the depth + C that phase 2 counts (tests/fast/test_continued.py).  A parallel
+    # scan (torch on a GPU) rounds B and C apart: 2 x its depth (~2 log2 C) instead of m.
     return (bk.take_rows(boundary, bs) - bk.take_rows(E, first)) + E[:, 1:]
 
 
@@ -631,6 +639,8 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
             nxt = bk.searchsorted_rows(bs, bs, "right")
             R = _suffix(qn, xp)
             after = bk.take_rows(st["lam_b"], xp.minimum(bs + 1, xp.full_like(bs, nb)))
+            # (A - B) + C again, mirrored: R[stop] lies among the buckets after (A) and R[i + 1]
+            # extends it, so lambda keeps its relative accuracy (see _continued)
             lam_s = (after - bk.take_rows(R, nxt)) + R[:, 1:]
         if "cnt" in uses:
             cnt_s = _continued(st["cnt_b"], bs, xp.astype(qs > 0, xp.int64), first, xp)
