@@ -26,7 +26,8 @@ import typer
 from rich.markup import escape
 
 from .. import _validate as V_
-from ..drafts import SCHEMES, DraftLaw, QLaw, make
+from ..drafts import SCHEMES, DraftLaw, Explicit, QLaw, make
+from ..drafts._base import Vector
 from ..reports.crosscheck import (
     DEFAULT_TOL,
     RANDOM_SCHEMES,
@@ -148,7 +149,19 @@ def instance_from_options(
     ``--q`` may be repeated for a law with one q per draft (``--scheme product``), or be a file
     holding one q per row; every other scheme takes exactly one ``--q``.
     """
+    given = "--scheme " + scheme if scheme is not None else "the default --scheme with"
     scheme = check_scheme(scheme or "with")
+    explicit = issubclass(SCHEMES[scheme], Explicit)
+    if table is not None and not explicit:
+        raise ValueError(
+            f"--table: only --scheme explicit takes a table (got {given}); "
+            "drop --table or use --scheme explicit"
+        )
+    if q and explicit:
+        raise ValueError(
+            "--q: --scheme explicit takes its law from --table alone; drop --q or use a "
+            "scheme built from q (e.g. --scheme with)"
+        )
     if p is None:
         raise ValueError("--p: give the target distribution p (a comma list or a file)")
     if not q and table is None:
@@ -156,9 +169,20 @@ def instance_from_options(
     pv = _host(read_vector(p, "--p"), "--p")
     qvals = [read_vector(x, "--q") for x in (q or [])]
     tab = None if table is None else read_vector(table, "--table")
+    # --p is read first and checked first; when the law's options are wrong too, one message
+    # names every offending option.
+    try:
+        with option_names(p="--p"):
+            pvec = Vector(pv, "p")
+    except ValueError as p_exc:
+        try:
+            build_law(scheme, qvals, n, tab)
+        except ValueError as law_exc:
+            raise ValueError(f"{p_exc}; and {law_exc}") from None
+        raise
     law = build_law(scheme, qvals, n, tab)
     with option_names(p="--p", q="--q"):
-        return make_instance(pv, law)
+        return make_instance(pvec, law)
 
 
 def _select_builtin(scheme: str | None, n: int | None) -> list[Instance]:

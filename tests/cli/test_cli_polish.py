@@ -1,0 +1,62 @@
+"""Regressions of the command line: options that used to be silently ignored, and messages
+that named only one of several offending options.
+
+The whole app is run in-process (``mdsd_ot.cli.app``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from mdsd_ot.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def table(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([[0.25, 0.25], [0.25, 0.25]]))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["solve", "crosscheck"])
+@pytest.mark.parametrize("scheme", [["--scheme", "with"], ["--scheme", "without"], []])
+def test_table_with_a_q_scheme_is_refused(command, scheme, table):
+    """--table used to be ignored by every scheme other than explicit."""
+    r = runner.invoke(app, [command, "--p", "0.5,0.5", "--q", "0.5,0.5", "--table", table, *scheme])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("error: --table: only --scheme explicit takes a table")
+    assert "drop --table or use --scheme explicit" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["solve", "crosscheck"])
+def test_q_with_scheme_explicit_is_refused(command, table):
+    """--q used to be ignored by --scheme explicit."""
+    args = [command, "--p", "0.5,0.5", "--q", "0.9,0.1", "--table", table, "--scheme", "explicit"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("error: --q: --scheme explicit takes its law from --table alone")
+    ok = runner.invoke(app, [command, "--p", "0.5,0.5", "--table", table, "--scheme", "explicit"])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_two_dimensional_p_and_q_are_both_named(tmp_path):
+    """With 2-D files for --p and --q the message used to name --q only."""
+    M = np.full((2, 2), 0.5)
+    np.save(tmp_path / "p.npy", M)
+    np.save(tmp_path / "q.npy", M)
+    p, q = str(tmp_path / "p.npy"), str(tmp_path / "q.npy")
+    r = runner.invoke(app, ["solve", "--p", p, "--q", q])
+    assert r.exit_code == 2
+    line = r.stderr.strip()
+    assert line.startswith("error: --p: must be a 1-D vector of probabilities, got shape (2, 2)")
+    assert "--q: must be a 1-D vector of probabilities, got shape (2, 2)" in line
+    assert "\n" not in line
+    r = runner.invoke(app, ["solve", "--p", p, "--q", "0.5,0.5"])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "error: --p: must be a 1-D vector of probabilities, got shape (2, 2)"
