@@ -269,6 +269,7 @@ def register(app: typer.Typer) -> None:
                 source = tmp
             from ..io import shard_files
 
+            _warn_unmatched(n_list, kwargs["laws"], kwargs["verifiers"], shard_files(source))
             total = sum(_rows(f) for f in shard_files(source))
             total *= len(n_list) * (len(temps) if temps else 1)
             with progress_bar(total, quiet) as advance:
@@ -302,6 +303,46 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"wrote {f}")
             if rep_out is not None:
                 typer.echo(f"wrote {rep_out}")
+
+
+def _warn_unmatched(
+    ns: list[int], laws: list[str] | None, verifiers: list[str] | None, files: list[Path]
+) -> None:
+    """A warning on stderr for each of ``--verifiers`` defined for none of the requested laws
+    (it would get no row: the table's verifier column shows "—")."""
+    from ..drafts import SCHEMES
+    from ..io import Shard
+    from ..reports.report import unmatched_verifiers
+    from ..verifiers import LAWS
+
+    if verifiers is None or not files:
+        return
+    asked = f"{'--laws ' + ','.join(laws) if laws else 'any law'} at -n {','.join(map(str, ns))}"
+    for v, where in unmatched_verifiers(ns, laws, verifiers, Shard(files[0]).V).items():
+        if where:
+            ok = ", ".join(f"{law} (n = {n})" for law, n in where)
+            fix = "add it to --laws" if len(where) == 1 else "add one of them to --laws"
+        else:
+            domain = LAWS.get(v)
+            ok = f"no law the report covers at -n {','.join(map(str, ns))}"
+            if v == "single":
+                ok += " (single is one draft: -n 1)"
+            elif domain:
+                fixed = {law: SCHEMES[law].fixed_n for law in domain if law in SCHEMES}
+                ok += (
+                    " (only for "
+                    + ", ".join(
+                        law if fixed.get(law) is None else f"{law}, n = {fixed[law]}"
+                        for law in domain
+                    )
+                    + ")"
+                )
+            fix = "change -n"
+        typer.echo(
+            f"warning: --verifiers: {v} is not defined for {asked}, so it has no row; it is "
+            f"defined for {ok}; {fix}, or drop {v} from --verifiers",
+            err=True,
+        )
 
 
 def _rows(path: Path) -> int:

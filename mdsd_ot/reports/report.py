@@ -41,12 +41,12 @@ import numpy as np
 from .. import _validate as V_
 from ..io import CHUNK_ENTRIES, Shard, shard_files, warp
 from ..verifiers import NAMES as VERIFIER_NAMES
-from .evaluate import LawRows, concat, evaluate
+from .evaluate import LawRows, _verifier_names, concat, evaluate
 from .laws import report_laws
 from .parallel import map_tasks
 from .summary import DEFAULT_DEPTH, summarise
 
-__all__ = ["SCHEMA", "Task", "run_task", "report", "plan"]
+__all__ = ["SCHEMA", "Task", "run_task", "report", "plan", "unmatched_verifiers"]
 
 #: The ``schema`` field of the report's JSON.
 SCHEMA = "mdsd-ot/report/1"
@@ -105,6 +105,41 @@ def _laws_by_n(ns: Sequence[int], laws: Sequence[str] | None) -> dict[int, tuple
             f"{', '.join(dict.fromkeys(x for v in out.values() for x in v))}"
         )
     return {n: tuple(x for x in v if x in laws) for n, v in out.items()}
+
+
+def unmatched_verifiers(
+    ns: Sequence[int], laws: Sequence[str] | None, verifiers: Sequence[str] | None, V: int
+) -> dict[str, list[tuple[str, int]]]:
+    """The requested verifiers defined for none of the requested (law, n): each with the
+    ``(law, n)`` it is defined for among the laws the report covers at those n (may be empty).
+
+    A verifier is matched to a law as :func:`~mdsd_ot.reports.evaluate.evaluate` matches it
+    (:func:`mdsd_ot.verifiers.applicable` on the law over V tokens); an unmatched one gives no
+    row, so the report would show "—" for it without a word.
+
+    Examples
+    --------
+    >>> unmatched_verifiers([2], ["with"], ["spechub", "k-seq"], 4)
+    {'spechub': [('spechub', 2)]}
+    """
+    if verifiers is None:
+        return {}
+    ns = [int(n) for n in ns]
+    by_n = _laws_by_n(ns, laws)
+    wanted: set[str] = set()
+    defined: dict[str, list[tuple[str, int]]] = {v: [] for v in verifiers}
+    for n in ns:
+        for law in report_laws(n):
+            try:
+                names = _verifier_names(law, n, V, None)
+            except ValueError:  # e.g. fewer tokens than distinct drafts: the law is skipped
+                continue
+            for v in names:
+                if v in defined:
+                    defined[v].append((law, n))
+                    if law in by_n[n]:
+                        wanted.add(v)
+    return {v: where for v, where in defined.items() if v not in wanted}
 
 
 def plan(

@@ -60,3 +60,24 @@ def test_two_dimensional_p_and_q_are_both_named(tmp_path):
     r = runner.invoke(app, ["solve", "--p", p, "--q", "0.5,0.5"])
     assert r.exit_code == 2
     assert r.stderr.strip() == "error: --p: must be a 1-D vector of probabilities, got shape (2, 2)"
+
+
+def test_report_warns_of_a_verifier_defined_for_no_requested_law():
+    """--verifiers spechub --laws with printed a row of "—" without a word."""
+    args = ["report", "--demo", "--positions", "8", "-n", "2", "--laws", "with"]
+    r = runner.invoke(app, [*args, "--verifiers", "spechub", "--json"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.strip() == (
+        "warning: --verifiers: spechub is not defined for --laws with at -n 2, so it has no "
+        "row; it is defined for spechub (n = 2); add it to --laws, or drop spechub from "
+        "--verifiers"
+    )
+    rep = json.loads(r.stdout)  # the JSON is unchanged: α* of the law, no verifier
+    assert [res["verifiers"] for res in rep["results"]] == [[]]
+    r = runner.invoke(app, [*args, "--verifiers", "k-seq,single", "--json"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count("warning:") == 1
+    assert "warning: --verifiers: single is not defined for --laws with at -n 2" in r.stderr
+    assert "(single is one draft: -n 1); change -n" in r.stderr
+    ok = runner.invoke(app, [*args, "--verifiers", "k-seq", "--json"])
+    assert ok.exit_code == 0 and "warning" not in ok.stderr
