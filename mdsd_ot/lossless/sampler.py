@@ -112,9 +112,21 @@ def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
         raise SamplerError(f"the sampler raised {type(exc).__name__}: {exc}") from exc
     tok, acc = np.asarray(tok), np.asarray(acc)
     if tok.shape != (len(t),) or acc.shape != (len(t),):
+        hint = ""
+        if not batch and tok.ndim >= 2 and tok.shape[0] == len(t):
+            hint = (
+                "; each call on one draft tuple returned an array, as a batched sampler does: if "
+                "the sampler takes an (N, n) array of draft tuples, say so with batch=True "
+                "(mdsd-ot lossless --batch)"
+            )
+        elif batch and tok.ndim == 0:
+            hint = (
+                "; the call on the (N, n) array returned one pair, as a sampler of one draft "
+                "tuple does: if it takes one tuple, drop batch=True (mdsd-ot lossless --batch)"
+            )
         raise SamplerError(
             f"the sampler returned shapes {tok.shape}, {acc.shape}; expected {len(t)} "
-            "(token, accepted) pairs"
+            f"(token, accepted) pairs{hint}"
         )
     if tok.size and (not np.issubdtype(tok.dtype, np.integer) or tok.min() < 0 or tok.max() >= V):
         raise SamplerError(f"the sampler returned tokens outside the integers [0, {V})")

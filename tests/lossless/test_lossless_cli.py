@@ -142,3 +142,27 @@ def test_out_writes_the_json_result(app, tmp_path):
     data = json.loads(f.read_text())
     assert data["function"] == OK and data["scheme"] == "with"
     assert data["passed"] is True
+
+
+def test_batched_sampler_without_batch_gets_a_hint(app, tmp_path):
+    """A batched sampler run without --batch failed with bare shapes (N, 2); the message says
+    it looks batched and names --batch (and the reverse: a one-tuple sampler with --batch)."""
+    f = tmp_path / "batched.py"
+    f.write_text(
+        "import numpy as np\n"
+        "def sample(p, q, drafts, rng):\n"
+        "    d = np.atleast_2d(drafts)\n"
+        "    return d[:, 0], np.ones(len(d), dtype=bool)\n"
+        "def one_pair(p, q, drafts, rng):  # one pair for the whole batch\n"
+        "    return drafts[0][0], True\n"
+    )
+    args = ["-n", "2", "--vocab", "3", "--instances", "1", "--samples", "50"]
+    r = _run(app, f"{f}:sample", *args)
+    assert r.exit_code == 1
+    assert "the sampler returned shapes (50, 1), (50, 1)" in r.output
+    assert "as a batched sampler does" in r.output and "--batch" in r.output
+    assert "returned shapes" not in _run(app, f"{f}:sample", *args, "--batch").output
+    r = _run(app, f"{f}:one_pair", *args, "--batch")
+    assert r.exit_code == 1
+    assert "the sampler returned shapes (), ()" in r.output
+    assert "drop batch=True (mdsd-ot lossless --batch)" in r.output

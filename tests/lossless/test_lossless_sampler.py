@@ -113,3 +113,15 @@ def test_misbehaving_samplers():
     with pytest.raises(ValueError, match="level"):
         check_sampler(liar, [0.5, 0.5], law, 10, level=2.0)
     assert np.isfinite(r.tv_hat)
+
+
+def test_a_batched_sampler_without_batch_true_gets_a_hint():
+    from mdsd_ot.drafts import WithReplacement
+    from mdsd_ot.lossless import controls
+    from mdsd_ot.lossless.sampler import SamplerError, check_sampler
+
+    law = WithReplacement([0.2, 0.3, 0.5], 2)
+    batched = controls.package_sampler("rrs-with", "with", batch=True)
+    with pytest.raises(SamplerError, match=r"looks|batched sampler does.*batch=True"):
+        check_sampler(batched, [0.5, 0.3, 0.2], law, samples=100)
+    assert check_sampler(batched, [0.5, 0.3, 0.2], law, samples=100, batch=True).samples == 100
