@@ -46,7 +46,9 @@ class SamplerCheck:
     in_drafts : float
         The fraction of outputs that are one of their drafts (tested against α*).
     alpha_star : Fraction or float
-        α* of ``(p, draft)``.
+        α* of ``(p, draft)``, a number for reporting: a Fraction when ``p`` and the law are both
+        rational (and the method exact), else a float (the exact α* of float inputs is a
+        Fraction of some hundred digits).
     power : PowerStatement
         What these samples detect at this level.
     tests : Tests
@@ -223,6 +225,8 @@ def check_sampler(
     in_d = (t == tok[:, None]).any(axis=1)
     method = alpha_method or ("subset-exact" if draft.V <= EXACT_ALPHA_MAX_V else "auto")
     alpha = alpha_star_of(pf if not pv.rational else list(pv.exact), draft, method)
+    if not (pv.rational and draft.rational):
+        alpha = float(alpha)  # float inputs: a float, not the Fraction of their binary values
     counts = np.bincount(tok, minlength=draft.V)
     tt = stats.law_tests(
         counts, pf, stats.acceptance_p_value(int(in_d.sum()), N, float(alpha)), min_expected

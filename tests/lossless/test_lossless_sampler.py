@@ -125,3 +125,22 @@ def test_a_batched_sampler_without_batch_true_gets_a_hint():
     with pytest.raises(SamplerError, match=r"looks|batched sampler does.*batch=True"):
         check_sampler(batched, [0.5, 0.3, 0.2], law, samples=100)
     assert check_sampler(batched, [0.5, 0.3, 0.2], law, samples=100, batch=True).samples == 100
+
+
+def test_alpha_star_is_a_float_for_float_inputs_and_a_fraction_for_rationals():
+    """alpha_star of float inputs was the Fraction of their binary values (30-digit terms)."""
+    from fractions import Fraction
+
+    from mdsd_ot.lossless import controls
+    from mdsd_ot.lossless.sampler import check_sampler
+
+    s = controls.package_sampler("rrs-with", "with", batch=False)
+    r = check_sampler(s, [0.2, 0.3, 0.5], WithReplacement([0.5, 0.3, 0.2], 2), samples=200)
+    assert type(r.alpha_star) is float and r.alpha_star == pytest.approx(0.86, abs=1e-12)
+    assert r.row()["alpha_star"] == r.alpha_star
+    law = WithReplacement(["1/2", "3/10", "1/5"], 2)
+    r = check_sampler(s, ["1/5", "3/10", "1/2"], law, samples=200)
+    assert r.alpha_star == Fraction(43, 50) and isinstance(r.alpha_star, Fraction)
+    assert r.row()["alpha_star"] == 0.86
+    r = check_sampler(s, [0.2, 0.3, 0.5], law, samples=200)  # float p, rational law
+    assert type(r.alpha_star) is float
