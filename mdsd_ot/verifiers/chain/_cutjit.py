@@ -370,7 +370,7 @@ def residual(
 ) -> np.ndarray:
     r"""The model-corrected residual of :func:`~.pieces.design`,
     :math:`f = (s - T) + (M - t)` on the live slots (0 elsewhere), with
-    :math:`M = D + \mathrm{bincount}(x, 	au) - \mathrm{bincount}(y, 	au)`.
+    :math:`M = D + \mathrm{bincount}(x, \tau) - \mathrm{bincount}(y, \tau)`.
 
     Examples
     --------
