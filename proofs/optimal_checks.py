@@ -29,6 +29,7 @@ __all__ = [
     "check_stream_posterior",
     "check_cp_cut_law",
     "check_stream_cut_law",
+    "check_single_pick_law",
     "check_transfer_model",
     "check_series_bound",
     "check_seq2_product_law",
@@ -349,6 +350,55 @@ def check_stream_cut_law(trials: int = 20, seed: int = 5) -> dict:
             for k, pr in select_law(plan, tuple(tup)).items():
                 got[k] += w * pr
         assert got == want, (q, pieces, n)
+    return {"kernels": trials}
+
+
+def check_single_pick_law(trials: int = 16, seed: int = 11) -> dict:
+    """Lemma 14 (``seq-swap-h``): when the tokens of S pick once and every other draw of the
+    stopped stream picks its own piece, the conditional law of Lemma 9 (with b = 1 for S in the
+    repeats) summed over the sequential law equals, at every cut,
+    sum_A Q_A prod_A b_h prod_(S - A) (1 - b_h), Q_A the sequential Q of the low parts (the
+    tokens of A whole, those of S - A outside) against one outside token (Fractions)."""
+    rng = random.Random(seed)
+    for _ in range(trials):
+        V, n = rng.randint(3, 5), 3
+        q = _rv(rng, V, zeros=False)
+        pieces = _random_pieces(rng, V)
+        S = sorted(rng.sample(range(V), rng.randint(1, 2)))
+        law = drafts.WithoutReplacement([str(x) for x in q], n)
+        rows: list[dict[int, Fr]] = [{} for _ in range(V)]
+        for lev, (k, pr) in enumerate(pieces):
+            rows[k][lev] = pr
+        plan = ExactPlan("seq-swap-h", n, q, list(range(V)), rows, [], [], Fr(0), [],
+                         single=frozenset(S))  # fmt: skip
+
+        def Q_low(w, n=n, V=V):  # Lemma 10: low masses w and one outside token
+            if sum(1 for x in w if x > 0) < n:
+                return Fr(0)
+            out = 1 - sum(w, Fr(0))
+            alpha = [str(x) for x in w] + ([str(out)] if out > 0 else [])
+            return drafts.WithoutReplacement(alpha, n).Q(list(range(V)), exact=True)
+
+        def phi(b, q=q, S=S, V=V, Q_low=Q_low):
+            total = Fr(0)
+            for r in range(len(S) + 1):
+                for A in itertools.combinations(S, r):
+                    w = [q[k] * b[k] for k in range(V)]
+                    weight = Fr(1)
+                    for h in S:
+                        w[h] = q[h] if h in A else Fr(0)
+                        weight *= b[h] if h in A else 1 - b[h]
+                    if weight:
+                        total += weight * Q_low(w)
+            return total
+
+        want = _cut_law(pieces, phi, V)
+        got = [Fr(0)] * V
+        for tup, w in law.joint_items(exact=True).items():
+            for k, pr in select_law(plan, tuple(tup)).items():
+                got[k] += w * pr
+        assert got == want, (q, pieces, S)
+        assert sum(got, Fr(0)) == 1
     return {"kernels": trials}
 
 

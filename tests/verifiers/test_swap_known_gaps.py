@@ -8,7 +8,8 @@ lossless (Lemma 0) and its certified acceptance stays a lower bound of the true 
 shortfall is pinned as a strict xfail, so that a design which closes it turns the xfail red and
 the docs' figures get updated with it.  The verifier itself (``seq-best``) takes the ``stream``
 plan there: α* of i.i.d. drafts is 1 as well, which the stream attains exactly.  Conditional
-Poisson on the same row converges.
+Poisson on the same row converges, and so does ``seq-swap-h``, where the heavy tokens pick once
+(tests/verifiers/test_seqsingle.py).
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ def test_seq_best_designs_where_the_stream_falls_short_and_keeps_the_better_plan
     p, q = synthetic_pair(300, 0.5, np.random.default_rng(1), noise=1.0)
     plan = build_plan(p, q, 3, "seq-best")
     info = plan.info["seq-best"]
-    assert info["designed"] is True and plan.construction == "seq-swap"
+    assert info["designed"] is True and plan.construction in ("seq-swap-h", "seq-swap")
     assert info["stream_acceptance"] < info["alpha_without"] - 1e-3
+    # T = 0.5: a heavy token picks once, that design converges, so seq-swap is not designed
+    assert plan.construction == "seq-swap-h" and info["single"] == plan.single.tolist()
+    assert info["swap_h_acceptance"] == plan.acceptance and info["swap_acceptance"] is None
     assert plan.acceptance >= info["stream_acceptance"]
     assert info["alpha_without"] - plan.acceptance <= 1e-6
 

@@ -7,7 +7,8 @@ same construction in Fractions, and the rule for one tuple) and :mod:`.verifier`
 :class:`ChainOptimal` verifier behind ``verifiers.get("optimal", draft)`` for q laws); for laws
 of distinct drafts (sequential, conditional Poisson with n >= 3) the swap constructions:
 :mod:`.pieces` (piece kernels and their fixed-point design), :mod:`.cutlaw` (their exact laws),
-:mod:`.seqseries` (the certified series for sequential drafts, n >= 3) and :mod:`.swap` (plans);
+:mod:`.seqseries` (the certified series for sequential drafts, n >= 3), :mod:`.seqsingle` (the
+law when the most drawn tokens pick once, ``seq-swap-h``) and :mod:`.swap` (plans);
 for two sequential drafts :mod:`.seq2` (two relabelling kernels through the product law, α*
 wherever its design fits, ``seq-swap`` otherwise; the pairing and the design in
 :mod:`.seq2_design`, the kernels and their exact law in :mod:`.seq2_kernel`, the construction

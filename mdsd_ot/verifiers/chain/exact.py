@@ -50,6 +50,7 @@ class ExactPlan:
     acceptance: Any
     selection: list  #: the selection law T by token id
     rows2: list | None = None  #: ``seq2``: the second draft's kernel rows (``rows`` = the first's)
+    single: frozenset = frozenset()  #: ``seq-swap-h``: the token ids that pick once
 
 
 def _order(p: list, q: list) -> list[int]:
@@ -202,7 +203,10 @@ def _pieces_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     :math:`w_m = q(x_1..x_m)` and the geometric numbers of repeats,
 
     .. math:: \Pr[\max \le c \mid \bar x] = \prod_{i=1}^n b_i(c)
-              \prod_{m=1}^{n-1} \frac{T - w_m}{T - \sum_{i \le m} q(x_i)\, b_i(c)} .
+              \prod_{m=1}^{n-1} \frac{T - w_m}{T - \sum_{i \le m} q(x_i)\, \tilde b_i(c)} ,
+
+    :math:`\tilde b_i = b_i`, except :math:`\tilde b_i = 1` for a token of ``plan.single``
+    (``seq-swap-h``: its one pick is below c, so are its repeats).
     """
     zero = plan.q[0] - plan.q[0]
     one = zero + 1
@@ -217,10 +221,11 @@ def _pieces_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
         out = one
         for v in b:
             out = out * v
-        if plan.construction == "seq-swap":
+        if plan.construction in ("seq-swap", "seq-swap-h"):
             w = wb = zero
             for m in range(n - 1):
-                w, wb = w + plan.q[tup[m]], wb + plan.q[tup[m]] * b[m]
+                bm = one if tup[m] in plan.single else b[m]
+                w, wb = w + plan.q[tup[m]], wb + plan.q[tup[m]] * bm
                 out = out * (total - w) / (total - wb)
         return out
 
@@ -262,7 +267,7 @@ def _winner_shares(plan: ExactPlan, tup: tuple[int, ...]) -> Iterator[tuple[int,
 
 def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     """The selection step of the rule for one tuple: {token: probability} before thinning."""
-    if plan.construction in ("cp-swap", "seq-swap"):
+    if plan.construction in ("cp-swap", "seq-swap", "seq-swap-h"):
         return _pieces_select(plan, tup)
     if plan.construction == "seq2":
         a, b = tup
@@ -301,6 +306,8 @@ def exact_swap_plan(
     ps = [p[i] for i in order]
     _, s, _ = optimal_sublaw_list(_cum0(ps), [Q_of(order[:k]) for k in range(V + 1)])
     plan = ExactPlan(construction, n, list(q), rank, rows, [], [], zero, [])
+    if fplan.single is not None:
+        plan.single = frozenset(int(i) for i in fplan.single)
     T = [zero] * V
     for tup, w in items.items():
         for tok, pr in select_law(plan, tuple(tup)).items():
@@ -357,7 +364,7 @@ def exact_seq2_plan(p: list, q: list) -> ExactPlan | None:
 def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
     one = plan.q[0] - plan.q[0] + 1
-    if plan.construction in ("cp-swap", "seq-swap", "seq2"):
+    if plan.construction in ("cp-swap", "seq-swap", "seq-swap-h", "seq2"):
         shares: Iterable[tuple[int, Any]] = select_law(plan, tup).items()
     else:  # each share thinned before it is summed (select_law sums first)
         shares = _winner_shares(plan, tup)

@@ -52,7 +52,10 @@ import numpy as np
 from . import _cutjit
 from .relabel import QUANT, fifo_pairs
 
-__all__ = ["PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_masses", "design"]
+__all__ = [
+    "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_masses", "design",
+    "default_tol",
+]  # fmt: skip
 
 
 @dataclass
@@ -236,6 +239,12 @@ def pair_masses(
 LawFn = Callable[[PieceKernel], tuple[np.ndarray, float]]
 
 
+def default_tol(V: int) -> float:
+    r"""The fixed point's stopping shortfall, :math:`10^{-10} + 10^{-15} V` (above the
+    floating-point floor of :math:`\sum (s - T)^+` over V slots)."""
+    return 1e-10 + 1e-15 * V
+
+
 def design(
     qs: np.ndarray,
     n: int,
@@ -272,7 +281,7 @@ def design(
         Typical draws per token of the stopped stream (sequential drafts; :func:`build_pieces`).
     """
     V = len(qs)
-    tol = 1e-10 + 1e-15 * V if tol is None else tol
+    tol = default_tol(V) if tol is None else tol
     live = qs > 0
     E = cp_levels(qs, n)
     jit = _cutjit.enabled() and rigid is None  # compiled pairing and model (the same values)

@@ -25,6 +25,10 @@ of accepting a selected token and the residual law.  The constructions
     A piece kernel designed by a fixed point whose exact law T dominates s up to a certified
     shortfall ε (:mod:`.swap`); accept w.p. :math:`\min(s, T)/T`.  Acceptance
     :math:`\sum \min(s, T) \ge \alpha^* - \varepsilon`, ε of the order of 1e-11 measured.
+``seq-swap-h`` (sequential, n >= 3)
+    ``seq-swap`` where the (at most three) tokens drawn most often in the stopped stream pick
+    one piece for all their draws (:mod:`.seqsingle`): the law is a convex combination of
+    :math:`2^{|S|}` sequential series.  Converges on peaked rows where ``seq-swap`` stalls.
 ``seq2`` (sequential without replacement, n = 2)
     The ordered pair is the product law :math:`\hat r \otimes q` given two different values;
     the first draft is relabelled by kernel A1, the second by A2 (swaps between regions at the
@@ -35,7 +39,7 @@ of accepting a selected token and the residual law.  The constructions
     ``seq-swap`` plan, with ``info["fallback"]``.
 ``seq-best`` (sequential without replacement, n >= 3)
     The ``stream`` plan where its acceptance reaches α* (to :data:`~.swap.STREAM_TOL`), else the
-    better of ``stream`` and ``seq-swap`` (:func:`~.swap.seq_best_plan`); the plan's
+    best of ``stream``, ``seq-swap-h`` and ``seq-swap`` (:func:`~.swap.seq_best_plan`); the plan's
     ``construction`` names the one chosen, ``info["seq-best"]`` the choice.
 
 Examples
@@ -65,7 +69,7 @@ __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 
 #: The constructions, in the order of the module docstring.
 CONSTRUCTIONS: tuple[str, ...] = (
-    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq2", "seq-best"
+    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best"
 )  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
@@ -113,6 +117,8 @@ class Plan:
         ``seq2``).
     seq2 : Seq2Kernel or None
         The two relabelling kernels of ``seq2`` (:mod:`.seq2_kernel`).
+    single : (m,) int64 ndarray or None
+        ``seq-swap-h``: the token ids whose draws share one pick (:mod:`.seqsingle`).
     """
 
     construction: str
@@ -131,6 +137,7 @@ class Plan:
     pieces: PieceKernel | None = None
     T: np.ndarray | None = None
     seq2: Any = None
+    single: np.ndarray | None = None
     dE: np.ndarray | None = None
     key: np.ndarray | None = None
     _rank: np.ndarray | None = None
@@ -379,7 +386,7 @@ def _build(p, q, n, construction, order) -> Plan:
         plan = cp2_plan(p, q, n, order)
     elif construction in ("relabel", "stream"):
         plan = _relabel(p, q, n, order, construction)
-    elif construction in ("cp-swap", "seq-swap"):
+    elif construction in ("cp-swap", "seq-swap", "seq-swap-h"):
         from .swap import swap_plan
 
         plan = swap_plan(p, q, n, order, construction)

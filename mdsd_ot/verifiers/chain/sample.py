@@ -11,8 +11,9 @@ For a batch of draft tuples ``t`` (B, n) drawn from the plan's law:
 
 The swap constructions (piece kernels) replace 2-3: each drafted token picks one piece
 (``cp-swap``), or, for ``seq-swap``, the stopped stream is resampled (:func:`stream_counts`: the
-number of draws of every draft until the n-th new value) and every draw picks a piece; the draft
-with the highest piece is selected (levels are distinct: no ties).  ``seq2`` (two sequential
+number of draws of every draft until the n-th new value) and every draw picks a piece (for
+``seq-swap-h`` the tokens of ``plan.single`` pick once); the draft with the highest piece is
+selected (levels are distinct: no ties).  ``seq2`` (two sequential
 drafts) relabels the first draft with its kernel A1 and the second with A2 (the tuple's order
 matters), each to a level of :class:`~.seq2_kernel.Seq2Kernel`; the higher level
 wins, a tie is a fair coin.
@@ -142,9 +143,14 @@ def _draw_entries(
 
 def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The level of every draft's highest piece (shape of ``t``): one pick per drafted token
-    (``cp-swap``) or the maximum over its draws of the resampled stopped stream (``seq-swap``)."""
+    (``cp-swap``) or the maximum over its draws of the resampled stopped stream (``seq-swap``;
+    ``seq-swap-h``: the tokens of ``plan.single`` pick once for all their draws)."""
     own = plan.slots_of(t)
-    reps = stream_counts(t, plan.q, rng) if plan.construction == "seq-swap" else None
+    reps = None
+    if plan.construction in ("seq-swap", "seq-swap-h"):
+        reps = stream_counts(t, plan.q, rng)
+        if plan.single is not None and plan.single.size:
+            reps[np.isin(t, plan.single)] = 1  # one pick, independent of the stream
     uniq, inv = np.unique(own.ravel(), return_inverse=True)
     qi, lev, prob = plan.pieces.rows(uniq)
     draft = np.arange(own.size) if reps is None else np.repeat(np.arange(own.size), reps.ravel())

@@ -33,7 +33,9 @@ __all__ = ["SWAP", "STREAM_TOL", "swap_plan", "seq_best_plan", "prefix_Q_of", "s
 
 #: The swap constructions and the law of their selection rule (its name is also the fast
 #: solver's prefix kernel, :data:`mdsd_ot.fast.scan.KERNELS`).
-SWAP: dict[str, str] = {"cp-swap": "conditional-poisson", "seq-swap": "without"}
+SWAP: dict[str, str] = {
+    "cp-swap": "conditional-poisson", "seq-swap": "without", "seq-swap-h": "without",
+}  # fmt: skip
 
 #: :func:`seq_best_plan` takes the ``stream`` plan without designing a piece kernel when its
 #: acceptance (α* of i.i.d. drafts) is within this much of the sequential α*: below the
@@ -88,11 +90,23 @@ def swap_plan(
     from .plan import Plan
 
     qs, D, s, q_err = sub if sub is not None else _swap_sublaw(p, q, n, order, construction)
-    draws = None
+    draws = single = None
     if SWAP[construction] == "conditional-poisson":
 
         def law(k):
             return cp_law(qs, n, k)
+    elif construction == "seq-swap-h":  # the heaviest tokens pick once (§4.8)
+        from .seqsingle import seq_single_law, single_tokens
+
+        total = total_mass(qs)
+        draws = stream_draws(qs, n)
+        single = single_tokens(draws) if n >= 3 else np.empty(0, np.int64)
+        draws[single] = 1.0
+
+        def law(k):
+            if len(single) == 0:
+                return seq_law(qs, n, k, total)
+            return seq_single_law(qs, n, k, single, total)
     else:
         total = total_mass(qs)
         draws = stream_draws(qs, n)
@@ -107,21 +121,28 @@ def swap_plan(
     )
     plan.pieces, plan.T = kern, T
     plan.info.update(info, prefix_error=q_err, pairs=kern.info.get("pairs", 0))
+    if single is not None:
+        plan.single = order[single].astype(np.int64)  # token ids
+        plan.info["single"] = plan.single.tolist()
     return plan
 
 
 def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> Any:
-    r"""Sequential drafts, n >= 3: the better of the ``stream`` and ``seq-swap`` plans.
+    r"""Sequential drafts, n >= 3: the best of the ``stream``, ``seq-swap-h`` and ``seq-swap``
+    plans.
 
     ``stream`` (Lemma 6′ and the i.i.d. optimum, exactly lossless) accepts
-    :math:`\alpha^*_{with}(q, n) \le \alpha^*_{without}`; ``seq-swap`` accepts
-    :math:`\alpha^*_{without} - \varepsilon`.  On peaked rows (a token with most of q) the
-    swap design stalls with ε up to a few 1e-2 (proofs/optimal_verifier.md §4.6) while
-    :math:`\alpha^*_{with}` is often :math:`\alpha^*_{without}` itself.  So: form the stream plan
-    (one relabel plan) and the sequential sub-law; when the stream's acceptance is within
-    :data:`STREAM_TOL` of :math:`\alpha^*_{without} = \sum s`, return it without a design;
-    otherwise design the piece kernel and return the plan whose certified acceptance, less
-    its law error, is larger.  ``info["seq-best"]`` records the choice.
+    :math:`\alpha^*_{with}(q, n) \le \alpha^*_{without}`; the swap plans accept
+    :math:`\alpha^*_{without} - \varepsilon`.  On peaked rows (a token drawn many times in the
+    stopped stream) ``seq-swap`` stalls with ε up to a few 1e-2, and ``seq-swap-h``, where those
+    tokens pick once, converges (proofs/optimal_verifier.md §4.6, §4.8).  So: form the stream
+    plan (one relabel plan) and the sequential sub-law; when the stream's acceptance is within
+    :data:`STREAM_TOL` of :math:`\alpha^*_{without} = \sum s`, return it without a design.
+    Otherwise design ``seq-swap-h`` when some token picks once
+    (:func:`~.seqsingle.single_tokens`), then ``seq-swap`` unless the first design reached its
+    stopping tolerance; return the plan whose certified acceptance, less its law error, is
+    largest.  ``info["seq-best"]`` records the choice: ``designed``, ``single`` (the token ids
+    that pick once), ``swap_h_acceptance`` and ``swap_acceptance`` (None when not designed).
 
     Examples
     --------
@@ -132,7 +153,9 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     >>> plan.construction, plan.info["seq-best"]["designed"]  # α*_with = α*_without = 1 here
     ('stream', False)
     """
+    from .pieces import default_tol
     from .plan import _relabel
+    from .seqsingle import single_tokens
 
     stream = _relabel(p, q, n, order, "stream")
     sub = _swap_sublaw(p, q, n, order, "seq-swap")
@@ -143,10 +166,18 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     if stream.acceptance >= a_seq - STREAM_TOL:
         stream.info["seq-best"] = choice
         return stream
-    swap = swap_plan(p, q, n, order, "seq-swap", sub)
-    choice.update(designed=True, swap_acceptance=swap.acceptance)
-    best = swap
-    if stream.acceptance - stream.law_error > swap.acceptance - swap.law_error:
-        best = stream
+    single = order[single_tokens(stream_draws(sub[0], n))]
+    choice.update(designed=True, single=single.tolist(), swap_h_acceptance=None,
+                  swap_acceptance=None)  # fmt: skip
+    plans = [stream]
+    if single.size:
+        swap_h = swap_plan(p, q, n, order, "seq-swap-h", sub)
+        choice["swap_h_acceptance"] = swap_h.acceptance
+        plans.append(swap_h)
+    if not single.size or plans[-1].info["shortfall"] > default_tol(len(p)):
+        swap = swap_plan(p, q, n, order, "seq-swap", sub)
+        choice["swap_acceptance"] = swap.acceptance
+        plans.append(swap)
+    best = max(plans[::-1], key=lambda pl: pl.acceptance - pl.law_error)  # ties: the last
     best.info["seq-best"] = choice
     return best

@@ -12,9 +12,9 @@ law                        construction    acceptance
 ``WithoutReplacement``     ``seq2`` (n=2)  α* where its design fits (rounding only; checked per
                                            position), else the ``seq-swap`` plan
 ``WithoutReplacement``     ``seq-best``    n >= 3: ``stream`` where α* of i.i.d. drafts reaches
-                                           α* (to 1e-12), else the better of ``stream`` and
-                                           ``seq-swap`` (:math:`\sum \min(s, T)` = α* − ε,
-                                           ε certified)
+                                           α* (to 1e-12), else the best of ``stream``,
+                                           ``seq-swap-h`` and ``seq-swap``
+                                           (:math:`\sum \min(s, T)` = α* − ε, ε certified)
 any of them, n = 1         ``top``         :math:`\sum \min(p, q)` = α* (T4)
 =========================  ==============  =================================================
 
@@ -52,7 +52,7 @@ EXACT: tuple[str, ...] = ("relabel", "cp2")
 #: Constructions whose acceptance is α* − ε with a certified ε: the swap constructions (measured
 #: ~1e-11; see the note) and ``seq2`` (α* up to rounding where its design fits, which is checked
 #: per position; where it does not, its plan is the ``seq-swap`` plan).
-CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap", "seq2", "seq-best")
+CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best")
 
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
 _CONSTRUCTION: dict[type, Any] = {
@@ -67,7 +67,7 @@ def construction_for(draft: DraftLaw) -> str | None:
 
     Examples
     --------
-    >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))  # stream or seq-swap, per position
+    >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 3))  # stream, seq-swap(-h), per position
     'seq-best'
     >>> construction_for(WithoutReplacement([0.5, 0.3, 0.2], 2))  # seq-swap where seq2 falls short
     'seq2'
@@ -182,7 +182,8 @@ class ChainOptimal(Verifier):
         sequential drafts ``construction`` is ``seq2``, or ``seq-swap`` where seq2 fell short of
         α* by more than :data:`~mdsd_ot.verifiers.chain.seq2.TOL` (``fallback`` then records the
         seq2 attempt: its shortfall, rounds and largest overfull ratio); for n >= 3 it is
-        ``stream`` or ``seq-swap``, as chosen per position (``seq-best`` records the choice).
+        ``stream``, ``seq-swap-h`` or ``seq-swap``, as chosen per position (``seq-best`` records
+        the choice; ``single`` the token ids that pick once under ``seq-swap-h``).
 
         ``acceptance`` is the certified acceptance: the accepted sub-law :math:`\sum \min(s, T)`,
         a lower bound of the true acceptance (where ε > 0 the residual draw may land in the
@@ -199,7 +200,8 @@ class ChainOptimal(Verifier):
         n = plan.n
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
         extra: dict[str, Any] = {}
-        keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback", "seq-best")
+        keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback", "seq-best",
+                "single")  # fmt: skip
         if plan.pieces is not None or plan.seq2 is not None or "seq-best" in plan.info:
             extra = {k: plan.info[k] for k in keys if k in plan.info}
         return {
