@@ -22,8 +22,11 @@ held-out last 10 % (teacher forcing: ``token`` is the text's next byte, ``positi
 in its sequence of :data:`SEQUENCE_LENGTH` bytes).  V = 256 (bytes).  The shards hold the rows
 at T = 1 and the log-probabilities as logits, so reports may re-temper them.
 
-The numbers depend (slightly) on the Python version, whose docstrings differ.  Under
-``python -OO`` (docstrings stripped) the standard library's source files are used instead.
+The numbers depend (slightly) on the Python version, whose docstrings differ, and on nothing
+else: the docstrings are read in a fresh interpreter (``python -I -S``), so libraries imported
+by the caller (torch, transformers patch ``inspect`` and ``logging``) do not change them, and
+the caller's ``-OO`` does not strip them.  Where the interpreter has no docstrings at all the
+standard library's source files are used instead.
 
 Examples
 --------
@@ -34,13 +37,13 @@ Examples
 
 from __future__ import annotations
 
-import importlib
-import inspect
+import functools
 import os
+import subprocess
+import sys
 import sysconfig
 import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -75,7 +78,13 @@ SEQUENCE_LENGTH: int = 128
 TRAIN_SHARE: float = 0.9
 
 
-def _docstrings(mod: Any) -> list[str]:
+#: ``collect(names)``: the docstrings of the named modules joined by blank lines (module, then
+#: the public classes and functions defined there, by name, each class's public methods); run
+#: as a script it writes them for the modules of ``sys.argv[1:]`` to stdout (UTF-8).
+_SCRIPT = """
+import importlib, inspect, sys, warnings
+
+def docstrings(mod):
     out = [inspect.getdoc(mod) or ""]
     for name in sorted(vars(mod)):
         obj = vars(mod)[name]
@@ -89,16 +98,52 @@ def _docstrings(mod: Any) -> list[str]:
                     out.append(inspect.getdoc(meth) or "")
     return [d for d in out if d]
 
-
-def corpus() -> bytes:
-    """The standard library's documentation of :data:`MODULES` (UTF-8), or its sources."""
+def collect(names):
     parts = []
     with warnings.catch_warnings():  # e.g. typing.io's deprecation on reading its docstring
         warnings.simplefilter("ignore", DeprecationWarning)
-        for name in MODULES:
-            parts += _docstrings(importlib.import_module(name))
-    text = "\n\n".join(parts)
-    if len(text) < 50_000:  # docstrings stripped (python -OO): read the sources instead
+        for name in names:
+            parts += docstrings(importlib.import_module(name))
+    return "\\n\\n".join(parts)
+
+if __name__ == "__main__":
+    sys.stdout.buffer.write(collect(sys.argv[1:]).encode("utf-8"))
+"""
+
+
+def _docstring_text() -> str:
+    """The docstrings of :data:`MODULES` as a fresh interpreter sees them (``python -I -S``: no
+    site packages, no environment variables, docstrings kept whatever the caller's ``-OO``).
+
+    In-process introspection would depend on what the caller imported: torch replaces
+    ``inspect.getsourcefile`` and transformers adds ``logging.Logger.warning_once``, and both
+    changed the corpus (and every figure of the study) when imported first.  Where no
+    subprocess can be started, the same code runs here, with a warning saying so.
+    """
+    try:
+        run = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _SCRIPT, *MODULES],
+            capture_output=True, check=True, timeout=120,
+        )  # fmt: skip
+        return run.stdout.decode("utf-8")
+    except (OSError, subprocess.SubprocessError) as exc:
+        warnings.warn(
+            f"demo: could not run a fresh interpreter for the corpus ({exc}); reading the "
+            "docstrings in this process, where imported libraries may have changed them",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    ns: dict = {"__name__": "mdsd_ot_demo_corpus"}
+    exec(compile(_SCRIPT, "<demo corpus>", "exec"), ns)  # the same code, in this process
+    return ns["collect"](MODULES)
+
+
+@functools.cache
+def corpus() -> bytes:
+    """The standard library's documentation of :data:`MODULES` (UTF-8), or its sources
+    (computed once per process, in a fresh interpreter: :func:`_docstring_text`)."""
+    text = _docstring_text()
+    if len(text) < 50_000:  # docstrings stripped (this Python's -OO build): read the sources
         stdlib = Path(sysconfig.get_paths()["stdlib"])
         files = [stdlib / (m.replace(".", os.sep) + ".py") for m in MODULES]
         text = "\n\n".join(f.read_text(encoding="utf-8") for f in files if f.is_file())

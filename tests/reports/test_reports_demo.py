@@ -84,3 +84,40 @@ def test_cli_workers_uses_process_workers_with_serial_results(tmp_path):
     dask = runner.invoke(app, ["report", str(tmp_path), "-n", "2,3", "--json", "--workers", "2"])
     assert serial.exit_code == 0 and dask.exit_code == 0, dask.output
     assert json.loads(dask.stdout) == json.loads(serial.stdout)
+
+
+def test_corpus_does_not_depend_on_what_the_caller_patched(monkeypatch):
+    """torch replaces ``inspect.getsourcefile`` and transformers adds
+    ``logging.Logger.warning_once`` when imported; read in-process, both changed the corpus and
+    so every figure of the study.  The corpus is read in a fresh interpreter instead."""
+    import inspect
+    import logging
+
+    before = demo._docstring_text()
+
+    def getsourcefile(obj):  # a library's wrapper: defined outside inspect
+        return None
+
+    def warning_once(self, *args):
+        """A method a library attached to the stdlib's Logger."""
+
+    monkeypatch.setattr(inspect, "getsourcefile", getsourcefile)
+    monkeypatch.setattr(logging.Logger, "warning_once", warning_once, raising=False)
+    assert demo._docstring_text() == before
+    ns: dict = {"__name__": "probe"}
+    exec(demo._SCRIPT, ns)
+    assert ns["collect"](demo.MODULES) != before  # in-process reading sees the patches
+
+
+def test_corpus_without_a_subprocess_warns_and_reads_in_process(monkeypatch):
+    import subprocess
+
+    text = demo._docstring_text()
+
+    def refuse(*args, **kwargs):
+        raise OSError("no subprocesses here")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    with pytest.warns(RuntimeWarning, match="fresh interpreter"):
+        here = demo._docstring_text()
+    assert len(here) > 50_000 and here.split("\n\n")[0] == text.split("\n\n")[0]
