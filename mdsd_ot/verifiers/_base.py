@@ -39,7 +39,69 @@ from ..drafts import DraftLaw, Vector
 
 Number = Any  # float or Fraction
 
-__all__ = ["Verifier", "Number"]
+__all__ = ["Verifier", "Number", "check_distinct_tokens"]
+
+
+def check_distinct_tokens(t: Any, law: str, name: str = "draft_tokens") -> Any:
+    """Refuse draft tuples that repeat a token, for a law whose n drafts are distinct tokens.
+
+    Such a tuple has probability 0 under the law (``draft.distinct``: sequential,
+    conditional-Poisson, greedy and SpecHub drafts), so the verifier's claim that the output
+    has law p does not apply to it.  One sort along the last axis and a comparison of
+    neighbours decide, on the array's device (one host synchronisation for tensors); only a bad
+    input is copied to the host, for the message.
+
+    Parameters
+    ----------
+    t : (B, n) or (B, k, n) int ndarray or tensor
+        Draft tuples, already checked for shape, dtype and range.
+    law : str
+        The draft law's name, quoted in the message (e.g. ``"WithoutReplacement"``).
+    name : str
+        The argument's name, used in the message.
+
+    Returns
+    -------
+    t : the same array, unchanged.
+
+    Examples
+    --------
+    >>> check_distinct_tokens(np.array([[0, 1], [1, 0]]), "WithoutReplacement").tolist()
+    [[0, 1], [1, 0]]
+    >>> check_distinct_tokens(np.array([[0, 1], [2, 2]]), "WithoutReplacement")
+    Traceback (most recent call last):
+    ...
+    ValueError: draft_tokens: row 1 is (2, 2), which repeats token 2; tuples of a WithoutReplacement law have n = 2 distinct tokens (a repeat has probability 0, so the output law p is not guaranteed); draw them with mdsd_ot.verifiers._draws.sample_drafts(draft, rng, size) or the law's draft.sample(rng, size)
+    """
+    n = int(t.shape[-1])
+    if n < 2 or t.shape[0] == 0 or (t.ndim == 3 and t.shape[1] == 0):
+        return t
+    if isinstance(t, np.ndarray):
+        s = np.sort(t, axis=-1)
+        dup = (s[..., 1:] == s[..., :-1]).any(axis=-1)
+        if not dup.any():
+            return t
+        host, dup_host = t, dup
+    else:
+        from array_api_compat import array_namespace
+
+        xp = array_namespace(t)
+        s = xp.sort(t, axis=-1)
+        dup = xp.any(s[..., 1:] == s[..., :-1], axis=-1)
+        if not bool(xp.any(dup)):  # one host synchronisation
+            return t
+        host, dup_host = V_._host(t), V_._host(dup)
+    first = tuple(int(i) for i in np.argwhere(dup_host)[0])
+    tup = tuple(int(x) for x in host[first])
+    vals, counts = np.unique(np.asarray(tup), return_counts=True)
+    where = f"row {first[0]}" if len(first) == 1 else f"tuple {first[1]} of row {first[0]}"
+    raise ValueError(
+        f"{name}: {where} is {tup}, which repeats token {int(vals[counts > 1][0])}; "
+        f"tuples of a {law} law have n = {n} distinct tokens (a repeat has probability 0, so "
+        "the output law p is not guaranteed); draw them with "
+        "mdsd_ot.verifiers._draws.sample_drafts(draft, rng, size) or the law's "
+        "draft.sample(rng, size)"
+    )
 
 
 def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
@@ -125,6 +187,8 @@ class Verifier:
             The target distribution at this position.
         draft_tokens : (B, n) int array_like
             Draft tuples drawn from the bound draft law (a single ``(n,)`` tuple is a batch of 1).
+            For a law of distinct drafts (``draft.distinct``) a tuple that repeats a token has
+            probability 0 and is refused (:func:`check_distinct_tokens`).
         rng : Generator or int or None
             The verifier's own randomness.
 
@@ -174,6 +238,8 @@ class Verifier:
         t = t.astype(np.int64)
         if t.size and (t.min() < 0 or t.max() >= draft.V):
             raise ValueError(f"draft_tokens: token ids must lie in [0, {draft.V})")
+        if draft.distinct:
+            check_distinct_tokens(t, type(draft).__name__)
         return t
 
     def _sample(

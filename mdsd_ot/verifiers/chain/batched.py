@@ -96,7 +96,8 @@ def verify_rows(
     Validates p and q once (on their device, one host synchronisation for the flags and one for
     the token range), renormalises the rows, computes in float64 (float32 input is cast, so
     the law error stays that of :func:`~.batched_plans.law_error_bound`), builds the plans of
-    all rows with one sort each and verifies ``draft_tokens`` ((B, n) or (B, k, n)).  Returns the
+    all rows with one sort each and verifies ``draft_tokens`` ((B, n) or (B, k, n); for
+    ``cp2`` two distinct tokens per tuple, a repeat is refused).  Returns the
     output tokens and the accepted flags, on the input's device; with ``return_plans=True`` also
     the :class:`~.batched_plans.RowPlans` (``alpha``: each row's α*, the acceptance of the
     verifier; ``law_error``: its bound).
@@ -140,6 +141,10 @@ def verify_rows(
     P2, Q2 = P2 / sp[:, None], Q2 / sq[:, None]
     B, V = Q2.shape
     t = _check_tokens(t, B, V, n)
+    if construction == "cp2":  # conditional Poisson: a repeat has probability 0
+        from .._base import check_distinct_tokens
+
+        check_distinct_tokens(t, "ConditionalPoisson")
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
     out, accepted = sample_relabel_rows(plans, t, rng)
     return (out, accepted, plans) if return_plans else (out, accepted)

@@ -105,7 +105,9 @@ def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
     Returns ``(P, Qd, t)``: (B, V) float64 rows, each renormalised (:func:`mdsd_ot._validate.
     prob_batch`, errors name ``P`` or ``Qd`` and the row), and the int64 draft tuples of shape
     (B, n) or (B, k, n), every id in 0..V-1 (the messages of :func:`.batched.verify_rows`).
-    The distinct-token laws need at least n tokens of positive mass in every ``Qd`` row.
+    The distinct-token laws need at least n tokens of positive mass in every ``Qd`` row, and
+    their tuples n distinct tokens (:func:`~mdsd_ot.verifiers._base.check_distinct_tokens`: a
+    repeat has probability 0 under the law).
 
     Examples
     --------
@@ -117,6 +119,7 @@ def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
     ...
     ValueError: draft_tokens: expected shape (B, n) = (1, 2) or (B, k, n) with B = 1 rows and n = 2 drafts, got (1, 3); give one tuple (or k tuples) per row
     """
+    from .._base import check_distinct_tokens
     from .batched import _check_tokens
 
     B, V = _row_shapes(P, Qd)
@@ -129,6 +132,8 @@ def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
             b = int(short[0])
             V_.check_support(Qm[b], n, draft.scheme, f"Qd[{b}]" if np.ndim(Qd) == 2 else "Qd")
     t = _check_tokens(_token_array(draft_tokens, B), B, V, n)
+    if draft.distinct:
+        check_distinct_tokens(t, type(draft).__name__)
     return Pm, Qm, t
 
 
