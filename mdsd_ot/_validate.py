@@ -195,7 +195,7 @@ def prob_vector(x: Any, name: str = "p", *, tol: float | None = None) -> np.ndar
     name : str
         The argument's name, used in error messages.
     tol : float, optional
-        Allowed ``|sum(x) - 1|``; default :data:`SUM_TOL` (float64) or :data:`SUM_TOL_F32`.
+        Allowed ``|sum(x) - 1|``; default the tolerance of ``x``'s dtype (:func:`sum_tol`).
 
     Examples
     --------
@@ -485,17 +485,30 @@ def checked_rows(x: Any, name: str = "p") -> tuple[Any, bool]:
     return xp.clip(X, min=0.0) / sums[:, None], single
 
 
-def exact_vector(x: Any, name: str = "p", *, tol: float = SUM_TOL) -> tuple[Fraction, ...]:
+def exact_vector(x: Any, name: str = "p", *, tol: float | None = None) -> tuple[Fraction, ...]:
     """Validate and convert to a tuple of Fractions summing to exactly 1.
 
     Rational inputs must sum to exactly 1.  Float inputs are converted exactly (every float is a
     dyadic rational), checked with ``tol``, and renormalised exactly, so exact methods solve the
     rational instance nearest the floats in the sense ``x / sum(x)``.
 
+    Parameters
+    ----------
+    x : (V,) array_like
+        Probabilities: exact rationals (Fractions, ints, ``"a/b"`` strings) or floats.
+    name : str
+        The argument's name, used in error messages.
+    tol : float, optional
+        Allowed ``|sum(x) - 1|`` of float inputs; default the tolerance of their dtype as given
+        (:func:`sum_tol`: float32 rows are checked at :data:`SUM_TOL_F32`, not at float64's
+        :data:`SUM_TOL`, which they cannot meet).  Rational inputs ignore it.
+
     Examples
     --------
     >>> exact_vector(["1/3", "2/3"])
     (Fraction(1, 3), Fraction(2, 3))
+    >>> sum(exact_vector(np.array([0.1, 0.2, 0.70001], dtype=np.float32)))  # float32: 1e-4
+    Fraction(1, 1)
     """
     rational = is_rational_input(x)
     vals = list(_flatten(x)) if not isinstance(x, np.ndarray) else list(x.ravel())

@@ -45,6 +45,23 @@ def test_exact_vector_keeps_rationals_and_converts_floats_exactly():
         V.exact_vector(["x/3", "1/3"])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_exact_vector_checks_floats_at_their_dtype_tolerance(dtype):
+    """exact_vector checked float32 / float16 rows at float64's 1e-9, which they cannot meet."""
+    x = np.full(1000, 1e-3, dtype=dtype)
+    x[0] += 5e-6 if dtype == np.float32 else 4e-4  # within sum_tol(dtype), beyond 1e-9
+    assert abs(float(x.astype(np.float64).sum()) - 1.0) > V.SUM_TOL
+    assert abs(float(x.astype(np.float64).sum()) - 1.0) <= V.sum_tol(x.dtype)
+    fr = V.exact_vector(x, "q")
+    assert sum(fr) == 1 and len(fr) == 1000
+    x64 = x.astype(np.float64)
+    assert np.allclose([float(f) for f in fr], x64 / x64.sum(), rtol=1e-15, atol=0)
+    with pytest.raises(ValueError, match=r"q: entries sum to .* \(tolerance 1e-09\)"):
+        V.exact_vector(x.astype(np.float64), "q")  # float64: its own 1e-9
+    with pytest.raises(ValueError, match=r"q: entries sum to .* \(tolerance 1e-09\)"):
+        V.exact_vector(x, "q", tol=V.SUM_TOL)  # an explicit tol still decides
+
+
 @pytest.mark.parametrize(
     "x, match",
     [
