@@ -23,7 +23,14 @@ from ..drafts import DraftLaw, Vector
 from . import stats
 from ._common import alpha_star_of, q_of
 
-__all__ = ["SamplerCheck", "SamplerError", "Sampler", "check_sampler", "EXACT_ALPHA_MAX_V"]
+__all__ = [
+    "SamplerCheck",
+    "SamplerError",
+    "SamplerTypeError",
+    "Sampler",
+    "check_sampler",
+    "EXACT_ALPHA_MAX_V",
+]
 
 #: α* is computed with ``subset-exact`` up to this vocabulary size, with ``auto`` above.
 EXACT_ALPHA_MAX_V = 16
@@ -103,6 +110,24 @@ class SamplerError(RuntimeError):
     """The sampler under test raised, or returned something other than (token, accepted)."""
 
 
+class SamplerTypeError(SamplerError, TypeError):
+    """The sampler raised TypeError: a :class:`SamplerError` and a TypeError, whose message says
+    how the sampler was called (one tuple, or the (N, n) array) and names ``batch``."""
+
+
+def _batch_hint(batch: bool) -> str:
+    """How the sampler was called, and the option that calls it the other way."""
+    if batch:
+        return (
+            "; it was called on the (N, n) array of draft tuples (batch=True): if it takes one "
+            "draft tuple, drop batch=True (mdsd-ot lossless --batch)"
+        )
+    return (
+        "; it was called on one draft tuple (a tuple of n ints): if the sampler takes an (N, n) "
+        "array of draft tuples, say so with batch=True (mdsd-ot lossless --batch)"
+    )
+
+
 def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
     try:
         if batch:
@@ -110,6 +135,8 @@ def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
         else:
             out = [sampler(p, q, tuple(row), rng) for row in t.tolist()]
             tok, acc = [o[0] for o in out], [o[1] for o in out]
+    except TypeError as exc:  # often a batched sampler called on one tuple, or the reverse
+        raise SamplerTypeError(f"the sampler raised TypeError: {exc}{_batch_hint(batch)}") from exc
     except Exception as exc:  # noqa: BLE001 - any exception of the sampler is its failure
         raise SamplerError(f"the sampler raised {type(exc).__name__}: {exc}") from exc
     tok, acc = np.asarray(tok), np.asarray(acc)
@@ -182,6 +209,15 @@ def check_sampler(
     -------
     SamplerCheck
         ``.passed``, ``.p_value``, ``.acceptance``, ``.alpha_star``, ``.power`` and the details.
+
+    Raises
+    ------
+    SamplerError
+        The sampler raised, or returned something other than N (token, accepted) pairs of
+        tokens in [0, V); a shape that looks batched (or unbatched) names ``batch``.
+    SamplerTypeError
+        The sampler raised TypeError (its ``__cause__``), as a batched sampler called on one
+        tuple does, or the reverse; also a TypeError, its message names ``batch``.
 
     Examples
     --------

@@ -166,3 +166,25 @@ def test_batched_sampler_without_batch_gets_a_hint(app, tmp_path):
     assert r.exit_code == 1
     assert "the sampler returned shapes (), ()" in r.output
     assert "drop batch=True (mdsd-ot lossless --batch)" in r.output
+
+
+def test_a_sampler_typeerror_gets_the_batch_hint(app, tmp_path):
+    """A TypeError of a batched sampler run without --batch (or of a one-tuple sampler run with
+    it) was reported bare; the message names --batch."""
+    f = tmp_path / "typeerr.py"
+    f.write_text(
+        "import numpy as np\n"
+        "def batched(p, q, drafts, rng):\n"
+        "    return drafts[:, 0], np.ones(len(drafts), dtype=bool)\n"
+        "def one(p, q, drafts, rng):\n"
+        "    return int(drafts[0]), True\n"
+    )
+    args = ["-n", "2", "--vocab", "3", "--instances", "1", "--samples", "50"]
+    r = _run(app, f"{f}:batched", *args)
+    assert r.exit_code == 1 and "FAIL: the sampler raised TypeError" in r.output
+    assert "called on one draft tuple" in r.output and "--batch" in r.output
+    assert "TypeError" not in _run(app, f"{f}:batched", *args, "--batch").output  # it runs
+    r = _run(app, f"{f}:one", *args, "--batch")
+    assert r.exit_code == 1 and "FAIL: the sampler raised TypeError" in r.output
+    assert "drop batch=True (mdsd-ot lossless --batch)" in r.output
+    assert "TypeError" not in _run(app, f"{f}:one", *args).output

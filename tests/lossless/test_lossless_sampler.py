@@ -144,3 +144,37 @@ def test_alpha_star_is_a_float_for_float_inputs_and_a_fraction_for_rationals():
     assert r.row()["alpha_star"] == 0.86
     r = check_sampler(s, [0.2, 0.3, 0.5], law, samples=200)  # float p, rational law
     assert type(r.alpha_star) is float
+
+
+def test_a_sampler_typeerror_names_batch_either_way():
+    """A TypeError of the sampler, as a batched sampler called on one tuple (or the reverse)
+    raises, reached the user as a bare SamplerError; it is now a TypeError (and a
+    SamplerError) whose message names batch=True / --batch and whose cause is the original."""
+    from mdsd_ot.drafts import WithReplacement
+    from mdsd_ot.lossless.sampler import SamplerError, SamplerTypeError, check_sampler
+
+    law = WithReplacement([0.2, 0.3, 0.5], 2)
+
+    def batched(p, q, drafts, rng):  # indexes an (N, n) array: TypeError on a tuple
+        return drafts[:, 0], np.ones(len(drafts), dtype=bool)
+
+    def one(p, q, drafts, rng):  # int() of one draft: TypeError on an (N, n) array
+        return int(drafts[0]), True
+
+    with pytest.raises(TypeError, match=r"called on one draft tuple.*batch=True") as info:
+        check_sampler(batched, [0.5, 0.3, 0.2], law, samples=50)
+    assert isinstance(info.value, SamplerError) and isinstance(info.value, SamplerTypeError)
+    assert type(info.value.__cause__) is TypeError
+    assert "(mdsd-ot lossless --batch)" in str(info.value)
+    assert check_sampler(batched, [0.5, 0.3, 0.2], law, samples=50, batch=True).samples == 50
+    with pytest.raises(TypeError, match=r"called on the \(N, n\) array.*drop batch=True") as info:
+        check_sampler(one, [0.5, 0.3, 0.2], law, samples=50, batch=True)
+    assert type(info.value.__cause__) is TypeError
+    assert check_sampler(one, [0.5, 0.3, 0.2], law, samples=50).samples == 50
+
+    def crash(p, q, drafts, rng):  # other exceptions: a SamplerError, not a TypeError
+        raise KeyError("kernel died")
+
+    with pytest.raises(SamplerError, match="KeyError") as info:
+        check_sampler(crash, [0.5, 0.3, 0.2], law, samples=50)
+    assert not isinstance(info.value, TypeError)
