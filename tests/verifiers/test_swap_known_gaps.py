@@ -3,7 +3,8 @@
 A peaked real-text row (the built-in demo's kind: one token with q ≈ 0.75 and p ≈ 0.97) under
 sequential drafts, n = 3 and 4.  α* = 1 there, so the selection law must equal p exactly; the
 `seq-swap` fixed point stalls with the heavy token's supply unplaced (shortfall 2.5e-2 at n = 3,
-3.1e-2 at n = 4, the same in every iteration after the second).  That construction stays
+3.1e-2 at n = 4, the same in every iteration after the second; the damped retry of
+``pieces.design_or_retry`` brings n = 3 to 9.0e-3 and does not help at n = 4).  That construction stays
 lossless (Lemma 0) and its certified acceptance stays a lower bound of the true one; its
 shortfall is pinned as a strict xfail, so that a design which closes it turns the xfail red and
 the docs' figures get updated with it.  The verifier itself (``seq-best``) takes the ``stream``
@@ -51,7 +52,7 @@ def test_peaked_row_seq_swap_stays_lossless_and_its_certificate_is_a_lower_bound
     assert a == pytest.approx(1.0, abs=1e-12)
     # a lower bound: the thinning's accepted sub-law (the residual may land in the drafts too)
     assert plan.acceptance - plan.law_error <= acc + 1e-12 <= a + plan.law_error + 2e-12
-    assert a - plan.acceptance > 1e-2  # the shortfall the xfail below pins
+    assert a - plan.acceptance > 5e-3  # the shortfall the xfail below pins
 
 
 @pytest.mark.xfail(strict=True, reason="seq-swap stalls on a heavy supply token (q ≈ 0.75), §4.6")

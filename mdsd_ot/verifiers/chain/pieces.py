@@ -54,7 +54,7 @@ from .relabel import QUANT, fifo_pairs
 
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_masses", "design",
-    "default_tol",
+    "default_tol", "design_or_retry", "DAMPED_STEP", "DAMPED_ANDERSON", "DAMPED_MAX_ITER",
 ]  # fmt: skip
 
 
@@ -239,6 +239,14 @@ def pair_masses(
 LawFn = Callable[[PieceKernel], tuple[np.ndarray, float]]
 
 
+#: Step of the damped retry (:func:`design`, ``damped=True``) and the shortfall below which it
+#: turns Anderson mixing on.
+DAMPED_STEP: float = 0.3
+DAMPED_ANDERSON: float = 1e-2
+#: Laws of the damped retry at most.
+DAMPED_MAX_ITER: int = 120
+
+
 def default_tol(V: int) -> float:
     r"""The fixed point's stopping shortfall, :math:`10^{-10} + 10^{-15} V` (above the
     floating-point floor of :math:`\sum (s - T)^+` over V slots)."""
@@ -256,6 +264,7 @@ def design(
     max_iter: int = 40,
     rigid: np.ndarray | None = None,
     draws: np.ndarray | None = None,
+    damped: bool = False,
 ) -> tuple[PieceKernel, np.ndarray, float, dict[str, Any]]:
     r"""A piece kernel whose exact law T dominates s up to :math:`\sum (s - T)^+`.
 
@@ -266,7 +275,7 @@ def design(
     (so the model's error is corrected), with a per-token secant on the law's response.
     Damped when the shortfall grows; stops when :math:`\sum (s - T)^+ \le` ``tol`` (default
     :math:`10^{-10} + 10^{-15} V`, above the floating-point floor of the sum), when the best
-    shortfall has not halved in 6 laws, or after ``max_iter`` laws.  Returns the best kernel, its
+    shortfall has not halved in 12 laws, or after ``max_iter`` laws.  Returns the best kernel, its
     law, the law's error bound and a record of the iterations.
 
     Parameters
@@ -279,6 +288,11 @@ def design(
         Slots kept in few pieces (:func:`pair_masses`).
     draws : (V,) ndarray, optional
         Typical draws per token of the stopped stream (sequential drafts; :func:`build_pieces`).
+    damped : bool
+        The retry of :func:`design_or_retry`: plain steps of size :data:`DAMPED_STEP` (never
+        larger), Anderson mixing only once the best shortfall is below :data:`DAMPED_ANDERSON`,
+        and a stall window of 20 laws.  Slower, but it converges where the full steps oscillate
+        (peaked rows whose heavy demand token must receive most of its mass; §4.4).
     """
     V = len(qs)
     tol = default_tol(V) if tol is None else tol
@@ -291,7 +305,9 @@ def design(
     history: list[float] = []
     hist_t: list[np.ndarray] = []  # Anderson acceleration: recent iterates and residuals
     hist_f: list[np.ndarray] = []
-    theta, plain = 1.0, 0  # plain > 0: that many plain (damped) steps before Anderson again
+    # plain > 0: that many plain (damped) steps before Anderson again
+    theta, plain = (DAMPED_STEP, 0) if damped else (1.0, 0)
+    cap, window = (DAMPED_STEP, 20) if damped else (1.0, 12)
     for _ in range(max_iter):
         if jit:
             sup, dem = _cutjit.split(D, t, live)
@@ -308,12 +324,12 @@ def design(
         history.append(short)
         if best is None or short < best[0]:
             best = (short, kern, T, err, t.copy())
-            theta = min(1.0, 1.5 * theta)
+            theta = min(cap, 1.5 * theta)
         elif short > 2.0 * best[0]:  # much worse: restart from the best targets, damped
             t, hist_t, hist_f = best[4].copy(), [], []
             theta, plain = max(theta / 2.0, 1.0 / 16.0), 3
             continue
-        if short <= tol or (len(history) > 12 and best[0] > 0.5 * min(history[:-12])):
+        if short <= tol or (len(history) > window and best[0] > 0.5 * min(history[:-window])):
             break
         if jit:
             f = _cutjit.residual(D, s, T, t, live, x, y, tau)
@@ -327,7 +343,8 @@ def design(
             hist_f.pop(0)
         t_new = t + theta * f
         plain -= 1
-        if len(hist_f) >= 2 and plain < 0:  # Anderson (type II) on the last differences
+        mix = not damped or best[0] < DAMPED_ANDERSON
+        if mix and len(hist_f) >= 2 and plain < 0:  # Anderson (type II) on the last differences
             dF = np.stack([hist_f[i + 1] - hist_f[i] for i in range(len(hist_f) - 1)], axis=1)
             dX = np.stack([hist_t[i + 1] - hist_t[i] for i in range(len(hist_t) - 1)], axis=1)
             gram = dF.T @ dF
@@ -339,3 +356,30 @@ def design(
     assert best is not None
     short, kern, T, err, _ = best
     return kern, T, err, {"iterations": len(history), "shortfall": short, "history": history}
+
+
+def design_or_retry(
+    qs: np.ndarray, n: int, D: np.ndarray, s: np.ndarray, law: LawFn, **kw: Any
+) -> tuple[PieceKernel, np.ndarray, float, dict[str, Any]]:
+    r""":func:`design`, and where it stops above its tolerance, the damped retry
+    (``damped=True``, at most :data:`DAMPED_MAX_ITER` laws) from the same start; the design
+    with the smaller shortfall is returned, ``info["retry"]`` records the other's shortfall
+    and iterations (and which one was kept).
+
+    On a peaked row (V = 152,064, the heaviest q = 0.8 with p = 0.6, n = 4) the full steps
+    oscillate at a shortfall of 0.047 (conditional Poisson and sequential alike), while the
+    damped iteration reaches 2e-10 in about 50 laws.
+    """
+    kern, T, err, info = design(qs, n, D, s, law, **kw)
+    tol = kw.get("tol") or default_tol(len(qs))
+    if info["shortfall"] <= tol:
+        return kern, T, err, info
+    kw2 = dict(kw, damped=True, max_iter=DAMPED_MAX_ITER)
+    kern2, T2, err2, info2 = design(qs, n, D, s, law, **kw2)
+    first = {"shortfall": info["shortfall"], "iterations": info["iterations"]}
+    second = {"shortfall": info2["shortfall"], "iterations": info2["iterations"]}
+    if info2["shortfall"] < info["shortfall"]:
+        info2["retry"] = {"kept": "damped", "first": first}
+        return kern2, T2, err2, info2
+    info["retry"] = {"kept": "first", "damped": second}
+    return kern, T, err, info

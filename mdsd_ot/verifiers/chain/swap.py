@@ -27,7 +27,7 @@ import numpy as np
 
 from ...fast.scan import prefix_Q
 from .cutlaw import cp_law, seq_law, total_mass
-from .pieces import design
+from .pieces import design_or_retry
 
 __all__ = ["SWAP", "STREAM_TOL", "swap_plan", "seq_best_plan", "prefix_Q_of", "stream_draws"]
 
@@ -114,7 +114,7 @@ def swap_plan(
         def law(k):
             return seq_law(qs, n, k, total)
 
-    kern, T, err, info = design(qs, n, D, s, law, draws=draws)
+    kern, T, err, info = design_or_retry(qs, n, D, s, law, draws=draws)
     acc = np.minimum(s, T)
     plan = Plan(
         construction, n, p, q, order, np.cumsum(qs), None, acc, None, None, float(acc.sum()), err

@@ -206,7 +206,7 @@ class ChainOptimal(Verifier):
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
         extra: dict[str, Any] = {}
         keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback", "seq-best",
-                "single")  # fmt: skip
+                "single", "retry")  # fmt: skip
         if plan.pieces is not None or plan.seq2 is not None or "seq-best" in plan.info:
             extra = {k: plan.info[k] for k in keys if k in plan.info}
         return {
