@@ -86,6 +86,28 @@ def test_power_histograms_equal_numpy_exactly():
     assert np.array_equal(got[1], np.bincount(ids, qz / (c - qz), 40))
 
 
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 5, 8, 11])
+@pytest.mark.parametrize("divisors", [(1.0, 1.0), (0.02, 1.0), (0.01, 3.0)])
+def test_power_histograms_of_every_order_equal_numpy_exactly(K, divisors):
+    """Every order K, those the kernel unrolls (a constant K) and the others, and the three
+    forms of the division: the powers in numpy's order, summed in index order."""
+    rng = np.random.default_rng(5)
+    V = 4099  # not a multiple of the block
+    q = rng.dirichlet(np.full(V, 0.5))
+    ids = rng.integers(0, 33, V)
+    ids[:64] = 7  # a run of tokens in one bucket
+    heavy = np.array([3, 1024, 4098])
+    u = q / divisors[0] if divisors[1] == 1.0 else q / divisors[0] / divisors[1]
+    u[heavy] = 0.0
+    got = _fused.power_histograms(ids, q, divisors, heavy, K, 33)
+    assert len(got) == K
+    w = u.copy()
+    for k, h in enumerate(got):
+        if k:
+            w = w * u
+        assert np.array_equal(h, np.bincount(ids, w, 33)), k
+
+
 def test_collect_equals_flatnonzero():
     ids = np.random.default_rng(4).integers(0, 50, 10_000).astype(np.int32)
     for lo, hi in ((0, 0), (10, 12), (49, 49), (5, 4)):
