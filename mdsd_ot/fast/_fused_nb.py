@@ -16,6 +16,7 @@ from ._fused import BLOCK, jit_decorator
 jit = jit_decorator()
 
 S = BLOCK  # block of the vectorised loops: a small scratch, no V-size temporary
+G = 64  # block of gather's vectorised count (a compile-time constant)
 
 
 @jit
@@ -159,8 +160,24 @@ def gather(ids, lo, hi, cap):  # pragma: no cover - compiled
             x = ids[i]
             idx[min(m, cap)] = i
             m += (x >= lo32) & (x <= hi32)
-    else:  # few (the usual case): a well-predicted branch
-        for i in range(ids.shape[0]):
+    else:  # few (the usual case): blocks of G ids counted first (a constant trip count, so
+        # the count vectorises), then a well-predicted branch over the blocks that hold one
+        V = ids.shape[0]
+        full = V // G
+        for blk in range(full):
+            s = blk * G
+            w = ids[s : s + G]
+            hit = 0
+            for i in range(G):
+                x = w[i]
+                hit += (x >= lo32) & (x <= hi32)
+            if hit:
+                for i in range(G):
+                    x = w[i]
+                    if (x >= lo32) & (x <= hi32):
+                        idx[min(m, cap)] = s + i
+                        m += 1
+        for i in range(full * G, V):
             x = ids[i]
             if (x >= lo32) & (x <= hi32):
                 idx[min(m, cap)] = i

@@ -115,6 +115,20 @@ def test_collect_equals_flatnonzero():
         assert np.array_equal(_fused.collect(ids, lo, hi, ref.size), ref)
 
 
+@pytest.mark.parametrize("V", [1, 63, 64, 65, 129, 4099])
+def test_collect_by_blocks_equals_flatnonzero(V):
+    """Few survivors (the kernel counts blocks of 64 ids first): rows that are not a multiple
+    of the block, hits in the tail and at block edges, a capacity too small (an error)."""
+    ids = np.random.default_rng(V).integers(0, 400, V).astype(np.int32)
+    ids[-1], ids[0] = 7, 7
+    ids[63 : min(65, V)] = 7
+    ref = np.flatnonzero(ids == 7)
+    assert np.array_equal(_fused.collect(ids, 7, 7, ref.size), ref)
+    if ref.size > 1:
+        with pytest.raises(ValueError, match="capacity"):
+            _fused.collect(ids, 7, 7, ref.size - 1)
+
+
 def _routes(p, q, n, kernel):
     P, Q = p[None], q[None]
     fused = solver.solve_rows(P, Q, n, kernel, True, path="bucket")
