@@ -16,8 +16,9 @@ jit = jit_decorator()
 
 
 @jit
-def q_at(law, n, qc, L, seg, scale, delta, hq0, EA, Nt):  # pragma: no cover - compiled
-    # Q at one chain point from its statistics (chain.With / Without2 / ConditionalPoisson)
+def q_at(law, n, qc, L, seg, scale, delta, hq0, EA, Nt, e):  # pragma: no cover - compiled
+    # Q at one chain point from its statistics (chain.With / Without2 / ConditionalPoisson);
+    # e: scratch of n + 1 entries (conditional Poisson), allocated once by the caller
     if law == 0:
         return qc**n
     if law == 1:
@@ -26,8 +27,7 @@ def q_at(law, n, qc, L, seg, scale, delta, hq0, EA, Nt):  # pragma: no cover - c
         if seg > 0:
             out = out + hq0 * (cl / delta + L[1])
         return out
-    e = np.empty(n + 1)  # Newton's identities on the light power sums, then t^j
-    e[0] = 1.0
+    e[0] = 1.0  # Newton's identities on the light power sums, then t^j
     for j in range(1, n + 1):
         acc = e[j - 1] * L[0]
         for i in range(2, j + 1):
@@ -111,8 +111,15 @@ def solve(
     UB = np.inf
     jb = 0
     Qb = np.empty(nb + 1)
+    e = np.empty(n + 1)  # q_at's scratch
+    pt = np.empty(K)
     for j in range(nb + 1):
-        Qb[j] = q_at(law, n, QC[j], L[j], SG[j], scale, delta, hq0, EA, Nt)
+        if law == 0:  # q_at's first case, without the call
+            Qb[j] = QC[j] ** n
+        else:
+            for k in range(K):  # the row of L as a scratch, not a view (no reference count)
+                pt[k] = L[j, k]
+            Qb[j] = q_at(law, n, QC[j], pt, SG[j], scale, delta, hq0, EA, Nt, e)
         f = P[j] - Qb[j]
         if f != f:
             return 1, 0.0, 0.0, 0, 0, 0, empty
@@ -149,7 +156,6 @@ def solve(
     sc = 0.0
     sg = 0
     acc = np.zeros(K)
-    pt = np.empty(K)
     w = np.empty(K)
     for i in range(C):
         t = srt[i]
@@ -183,7 +189,7 @@ def solve(
             acc[k] += w[k]
             pt[k] = L[b, k] + acc[k]
         sg += 1 if heavy else 0
-        Qs = q_at(law, n, QC[b] + sc, pt, SG[b] + sg, scale, delta, hq0, EA, Nt)
+        Qs = q_at(law, n, QC[b] + sc, pt, SG[b] + sg, scale, delta, hq0, EA, Nt, e)
         f = (P[b] + ps_) - Qs
         if f != f:
             return 1, 0.0, 0.0, 0, 0, 0, empty
