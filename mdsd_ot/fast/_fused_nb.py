@@ -91,22 +91,19 @@ def front(p, q, shift, base, top, outside_max, dense_max, ids, stats, qmax):  # 
 
 @jit
 def powers(ids, q, d1, d2, heavy, K, NB, odds, c):  # pragma: no cover - compiled
-    # _powers with K a constant where it is small: LLVM inlines the call and unrolls the
-    # loop over the powers (measured at V = 152,064: K = 2 0.16 -> 0.11 ms, K = 4 0.21 ->
-    # 0.17 ms, K = 8 0.37 -> 0.34 ms); the same operations in the same order, the same bits
-    if odds:
-        return _powers(ids, q, d1, d2, heavy, 2, NB, True, c)
-    if K == 2:
-        return _powers(ids, q, d1, d2, heavy, 2, NB, False, c)
-    if K == 3:
-        return _powers(ids, q, d1, d2, heavy, 3, NB, False, c)
-    if K == 4:
-        return _powers(ids, q, d1, d2, heavy, 4, NB, False, c)
-    if K == 8:  # the sequential series, n = 3 (n = 4: K = 11)
-        return _powers(ids, q, d1, d2, heavy, 8, NB, False, c)
-    if K == 11:
-        return _powers(ids, q, d1, d2, heavy, 11, NB, False, c)
-    return _powers(ids, q, d1, d2, heavy, K, NB, False, c)
+    # _powers with K a constant for conditional Poisson's n = 2, 3, 4: LLVM inlines the call
+    # and unrolls the loop over the powers (measured at V = 152,064: K = 2 0.16 -> 0.11 ms,
+    # K = 4 0.21 -> 0.17 ms; the series' K = 8 gained 0.03 ms of 1.8, not worth the 0.5 s
+    # each copy adds to the first compilation); the same operations in the same order, the
+    # same bits
+    if not odds:
+        if K == 2:
+            return _powers(ids, q, d1, d2, heavy, 2, NB, False, c)
+        if K == 3:
+            return _powers(ids, q, d1, d2, heavy, 3, NB, False, c)
+        if K == 4:
+            return _powers(ids, q, d1, d2, heavy, 4, NB, False, c)
+    return _powers(ids, q, d1, d2, heavy, K, NB, odds, c)
 
 
 @jit
