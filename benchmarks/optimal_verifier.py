@@ -32,7 +32,13 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
 5. (``--seq2 SEEDS``) the ``seq2`` construction (two sequential drafts, the default for them):
    ε = α* − acceptance, its shortfall Σ(s − T)^+, the region rounds, how often it falls back to
    ``seq-swap``, the law's error bound and the setup time, over SEEDS seeds and noise 0.5, 1, 2
-   of the synthetic family at V = 2,000 and 152,064 and temperatures 0.5, 1, 2.
+   of the synthetic family at V = 2,000 and 152,064 and temperatures 0.5, 1, 2;
+6. (``--peaked``) peaked rows: the built-in demo's 64 real-text rows (V = 256), sequential
+   n = 3 and 4, ``seq-swap`` alone against the default ``seq-best`` (rows with ε > 1e-6, the
+   largest ε, the plan taken, the time of the 64 plans), and rows of the synthetic family whose
+   heaviest draft token is set to q = 0.8 (p = 0.6) and the second to q = 0.1 (V = 2,000 seeds
+   0-4, V = 152,064 seed 0; n = 3, 4; conditional Poisson and sequential): ε with and without
+   the damped retry of the design (``info["retry"]``) and the setup time.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -44,6 +50,7 @@ Usage::
     python benchmarks/optimal_verifier.py --baseline f2d6bc5 --accuracy
     python benchmarks/optimal_verifier.py --quick          # fewer repetitions, V = 500 reduced only
     python benchmarks/optimal_verifier.py --seq2 10        # sections 1-3 and 5
+    python benchmarks/optimal_verifier.py --peaked --only  # section 6 alone
 """
 
 from __future__ import annotations
@@ -339,6 +346,64 @@ def seq2_accuracy(sizes: tuple[int, ...], seeds: int) -> None:
                   f"{max(err):.1e}  setup median {np.median(ms):.1f} ms", flush=True)  # fmt: skip
 
 
+def _heavy_row(V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The synthetic row with its heaviest draft token at q = 0.8 (p = 0.6), the second at 0.1."""
+    from mdsd_ot.synthetic import synthetic_pair
+
+    p, q = synthetic_pair(V, 1.0, np.random.default_rng(seed), noise=1.0)
+    i, j = np.argsort(q)[::-1][:2]
+    q = q * 0.1 / (q.sum() - q[i] - q[j])
+    q[i], q[j] = 0.8, 0.1
+    p = p * 0.4 / (p.sum() - p[i])
+    p[i] = 0.6
+    return p / p.sum(), q / q.sum()
+
+
+def peaked(quick: bool) -> None:
+    """Section 6: peaked rows (real text; a heavy demand token)."""
+    from collections import Counter
+
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.reports.demo import demo_rows
+    from mdsd_ot.verifiers.chain import build_plan
+
+    print("\n6. peaked rows. (a) the demo's 64 real-text rows (V = 256), sequential drafts")
+    rows = demo_rows(64)
+    for n in (3, 4):
+        for con in ("seq-swap", "seq-best"):
+            eps, taken, t0 = [], Counter(), time.perf_counter()
+            for r in range(64):
+                p, q = rows["p"][r] / rows["p"][r].sum(), rows["q"][r] / rows["q"][r].sum()
+                plan = build_plan(p, q, n, con)
+                eps.append(
+                    max(0.0, float(alpha_star(p, q, n=n, scheme="without")) - plan.acceptance)
+                )
+                taken[plan.construction] += 1
+            dt = time.perf_counter() - t0
+            print(f"  n={n} {con:8s}: eps > 1e-6 on {sum(e > 1e-6 for e in eps):2d}/64, largest "
+                  f"{max(eps):.1e}; plans {dict(taken)}; {dt:.1f} s", flush=True)  # fmt: skip
+    print("   (b) heaviest draft token q = 0.8 (p = 0.6), the second q = 0.1")
+    cases = [(2000, s) for s in range(5)] + ([] if quick else [(V_BIG, 0)])
+    for V, seed in cases:
+        p, q = _heavy_row(V, seed)
+        for n in (3, 4):
+            for con, scheme in (("cp-swap", "conditional-poisson"), ("seq-best", "without")):
+                t0 = time.perf_counter()
+                plan = build_plan(p, q, n, con)
+                dt = time.perf_counter() - t0
+                eps = max(0.0, float(alpha_star(p, q, n=n, scheme=scheme)) - plan.acceptance)
+                retry = plan.info.get("retry")
+                if retry is None:
+                    how = "no retry"
+                elif retry["kept"] == "damped":
+                    how = f"retry kept, first design {retry['first']['shortfall']:.1e}"
+                else:
+                    how = f"retry not better ({retry['damped']['shortfall']:.1e})"
+                print(f"  V={V:6d} seed {seed} n={n} {con:8s} ({plan.construction}): eps "
+                      f"{eps:.1e}; {how}; {plan.info.get('iterations')} laws; {dt:.2f} s",
+                      flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -348,6 +413,8 @@ def main() -> None:
     ap.add_argument("--accuracy", action="store_true", help="also run section 4")
     ap.add_argument("--seq2", type=int, default=0, metavar="SEEDS",
                     help="also run section 5 (seq2 on SEEDS seeds x 3 noise levels)")  # fmt: skip
+    ap.add_argument("--peaked", action="store_true", help="also run section 6 (peaked rows)")
+    ap.add_argument("--only", action="store_true", help="skip sections 1-3")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -359,14 +426,17 @@ def main() -> None:
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.1f}, Python {platform.python_version()}, numpy {np.__version__}"
     )
-    per_position(reps, a.baseline, 1 if a.quick else a.rounds)
-    batched(reps)
-    batched_array(reps)
-    reduced((500,) if a.quick else (500, 2000))
+    if not a.only:
+        per_position(reps, a.baseline, 1 if a.quick else a.rounds)
+        batched(reps)
+        batched_array(reps)
+        reduced((500,) if a.quick else (500, 2000))
     if a.accuracy:
         accuracy((2000,) if a.quick else (2000, V_BIG))
     if a.seq2:
         seq2_accuracy((2000,) if a.quick else (2000, V_BIG), a.seq2)
+    if a.peaked:
+        peaked(a.quick)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
