@@ -5,7 +5,10 @@ pass over the configurations that recomputes only the subsets D holding a token 
 changed (:func:`.seqseries._heavy`'s operations, bit-identical).  ``_k_series``: the pass over
 the pieces of :func:`.seqseries.seq_series_law` (power sums, the cumulant series, the sum with
 the heavy moments, Φ and the cut bound), blocks of pieces side by side so that the loops over a
-block vectorise.
+block vectorise; for several variants that share the light pieces and differ in their heavy
+moments and λ (:func:`.seqseries.seq_series_subsets`, used by :mod:`.seqsingle`), the light
+part (``_light_block``: power sums and cumulant series) once per block and the heavy part
+(``_finish_block``) once per variant.
 
 ``_push`` is the streaming blocked sum of the power sums (``_k_series`` and, for the tests,
 ``_k_power_sums``: :func:`.seqseries.power_sums`).
@@ -225,129 +228,188 @@ def _k_heavy(
 
 
 @jit
-def _k_series(
-    d, v, light, seg, lam, Jh, beta, tail, kap, tau, n, chunk, g_tot, Phi, bound, B
+def _light_block(
+    d, v, light, tau, chunk, c0, nb, kap, n, st, carry, loc, off, pos, pi, Lam, cser, acc, prod, sc
 ):  # pragma: no cover - compiled
-    # seq_series_law's loop over the pieces; cut c + 1 (after piece c) is written to Phi and
-    # bound.  Pieces in blocks of B (B divides chunk): per block the power sums one piece after
-    # the other (the cumulative sums restart every `chunk` pieces, with the carry), then the
-    # cumulant series, the sums and the bound with the block's pieces side by side
+    # the light part of the pass over the pieces for the block of nb pieces from c0: the Horner
+    # increments, the power sums pi (power_sums' order: blocked sums per chunk, plus the carry;
+    # the streaming state carry, loc, off, pos and st[0] = the current chunk's block levels
+    # kept between blocks), the products Lam and the cumulant series cser; sc (K1 + 5, B)
+    # scratch: the increments and the Horner terms
     P = d.shape[0]
     K1 = kap.shape[0]
+    inc = sc[:K1]
+    zb, vb, ub, pw, raw = sc[K1], sc[K1 + 1], sc[K1 + 2], sc[K1 + 3], sc[K1 + 4]
+    for b in range(nb):
+        c = c0 + b
+        zc = 0.0
+        vc = 0.0
+        if light[c] and tau > 0:
+            zc = d[c] / tau
+            vc = v[c] / tau
+        zb[b] = zc
+        vb[b] = vc
+        ub[b] = vc + zc
+        pw[b] = 1.0
+        inc[0, b] = 0.0
+    for j in range(1, K1):  # sum_{i<j} up^i vv^(j-1-i), by a Horner step
+        for b in range(nb):
+            pwp = pw[b]
+            pw[b] = pwp * ub[b]
+            if j == 1:
+                raw[b] = 0.0 + pwp
+            else:
+                raw[b] = raw[b] * vb[b] + pwp
+            inc[j, b] = raw[b] * zb[b]
+    for b in range(nb):  # power_sums' order: blocked sums per chunk, plus the carry
+        c = c0 + b
+        if c % chunk == 0:
+            st[0] = _levels(min(chunk, P - c))
+            for t in range(st[0] + 1):
+                pos[t] = 0
+                for j in range(K1):
+                    off[j, t] = 0.0
+        L = st[0]
+        # level 0 inline (_push's operations): the partial sum of the current 64-block
+        if pos[0] == 0:
+            for j in range(K1):
+                loc[j, 0] = inc[j, b]
+        else:
+            for j in range(K1):
+                loc[j, 0] += inc[j, b]
+        for j in range(K1):
+            pi[j, b] = (off[j, 0] + loc[j, 0]) + carry[j]
+        pos[0] += 1
+        if L > 0 and pos[0] == _BLOCK:
+            _close(loc, off, pos, L)
+        if c % chunk == chunk - 1 or c == P - 1:
+            for j in range(K1):
+                carry[j] = pi[j, b]
+    for i in range(1, n):
+        for j in range(K1):
+            kj = kap[j, i]
+            for b in range(nb):
+                Lam[i, j, b] = kj * pi[j, b]
+    for k in range(K1):
+        for b in range(nb):
+            cser[0, k, b] = 1.0 if k == 0 else 0.0
+    for l in range(1, n):
+        fl = float(l)
+        for k in range(K1):
+            for b in range(nb):
+                acc[k, b] = fl * Lam[l, k, b]
+        for i in range(1, l):
+            for k in range(K1):
+                for b in range(nb):
+                    prod[k, b] = 0.0
+            for jj in range(1, K1):
+                for k in range(jj, K1):
+                    for b in range(nb):
+                        prod[k, b] += Lam[i, jj, b] * cser[l - i, k - jj, b]
+            fi = float(i)
+            for k in range(K1):
+                for b in range(nb):
+                    acc[k, b] = acc[k, b] + fi * prod[k, b]
+        for k in range(K1):
+            for b in range(nb):
+                cser[l, k, b] = acc[k, b] / fl
+
+
+@jit
+def _majorants(nb, n, pi, Bl, P1l):  # pragma: no cover - compiled
+    # the light factors of the cut bound, per level l = 1..n-1: Bl[l] = binom(pi_1 + l - 1, l)
+    # (the |kappa| majorant) and P1l[l] = pi_1^l (the truncation's), by _pieces' recursions
+    for b in range(nb):
+        p1 = pi[1, b]
+        B_l = 1.0
+        p1l = 1.0
+        for l in range(1, n):
+            fl = float(l)
+            B_l = B_l * (p1 + fl - 1.0) / fl
+            p1l = p1l * p1
+            Bl[l, b] = B_l
+            P1l[l, b] = p1l
+
+
+@jit
+def _finish_block(
+    c0, nb, seg, lam, lam_off, Jh, beta, tail, n, g_tot, Bl, P1l, cser, Sv, e, sgb, Phi, bound
+):  # pragma: no cover - compiled
+    # the heavy part for the block: S = sum_l sum_k c_{l,k} Jh_{l,k} (the einsum's sum over k
+    # in order, then the levels), Phi = 1 - lambda S and the cut bound; lambda = lam + lam_off.
+    # Most blocks lie in one heavy configuration (seg non-decreasing): its moments are then
+    # read once per (l, k), the same products
+    K1 = cser.shape[1]
+    for b in range(nb):
+        Sv[b] = 0.0
+        sgb[b] = seg[c0 + b + 1]
+    one = sgb[0] == sgb[nb - 1]
+    s0 = sgb[0]
+    for l in range(n):
+        for b in range(nb):
+            e[b] = 0.0  # the einsum's sum over k, in order
+        if one:
+            for k in range(K1):
+                jv = Jh[s0, l, k]
+                for b in range(nb):
+                    e[b] = e[b] + cser[l, k, b] * jv
+        else:
+            for k in range(K1):
+                for b in range(nb):
+                    e[b] = e[b] + cser[l, k, b] * Jh[sgb[b], l, k]
+        for b in range(nb):
+            Sv[b] = Sv[b] + e[b]
+    for b in range(nb):
+        c = c0 + b
+        sg = sgb[b]
+        lm = lam[c + 1] + lam_off
+        Phi[c + 1] = 1.0 - lm * Sv[b]
+        s_abs = beta[sg, 0]
+        tl = 0.0
+        for l in range(1, n):
+            s_abs = s_abs + Bl[l, b] * beta[sg, l]
+            tl = tl + P1l[l, b] * tail[sg, l]
+        bound[c + 1] = (g_tot * lm * s_abs + lm * tl + 4.0 * U) * (1.0 + 1e-6)
+
+
+@jit
+def _k_series(
+    d, v, light, seg, lam, lam_off, Jh, beta, tail, kap, tau, n, chunk, g_tot, Phi, bound, B
+):  # pragma: no cover - compiled
+    # seq_series_law's loop over the pieces for NV variants that share the pieces and differ
+    # in their heavy moments Jh[u], beta[u], tail[u] (u = 0..NV-1) and in lambda = lam +
+    # lam_off[u]; cut c + 1 (after piece c) is written to Phi[u] and bound[u].  Pieces in
+    # blocks of B (B divides chunk): per block the power sums one piece after the other (the
+    # cumulative sums restart every `chunk` pieces, with the carry), then the cumulant series
+    # with the block's pieces side by side (_light_block, once), then per variant the sums,
+    # Phi and the bound (_finish_block)
+    P = d.shape[0]
+    K1 = kap.shape[0]
+    NV = lam_off.shape[0]
     pi = np.zeros((K1, B))
     Lam = np.zeros((n, K1, B))
     cser = np.zeros((n, K1, B))
     acc = np.zeros((K1, B))
     prod = np.zeros((K1, B))
-    inc = np.zeros((K1, B))
-    zb, vb, ub, pw, raw = np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B), np.zeros(B)
+    sc = np.zeros((K1 + 5, B))
     Sv, e = np.zeros(B), np.zeros(B)
+    Bl, P1l = np.zeros((n, B)), np.zeros((n, B))
     sgb = np.zeros(B, dtype=np.int64)
     carry = np.zeros(K1)
     Lmax = _levels(min(chunk, P))
     loc = np.zeros((K1, Lmax + 1))
     off = np.zeros((K1, Lmax + 1))
     pos = np.zeros(Lmax + 1, dtype=np.int64)
-    L = 0
+    st = np.zeros(1, dtype=np.int64)
     for c0 in range(0, P, B):
         nb = min(B, P - c0)
-        for b in range(nb):
-            c = c0 + b
-            zc = 0.0
-            vc = 0.0
-            if light[c] and tau > 0:
-                zc = d[c] / tau
-                vc = v[c] / tau
-            zb[b] = zc
-            vb[b] = vc
-            ub[b] = vc + zc
-            pw[b] = 1.0
-            inc[0, b] = 0.0
-        for j in range(1, K1):  # sum_{i<j} up^i vv^(j-1-i), by a Horner step
-            for b in range(nb):
-                pwp = pw[b]
-                pw[b] = pwp * ub[b]
-                if j == 1:
-                    raw[b] = 0.0 + pwp
-                else:
-                    raw[b] = raw[b] * vb[b] + pwp
-                inc[j, b] = raw[b] * zb[b]
-        for b in range(nb):  # power_sums' order: blocked sums per chunk, plus the carry
-            c = c0 + b
-            if c % chunk == 0:
-                L = _levels(min(chunk, P - c))
-                for t in range(L + 1):
-                    pos[t] = 0
-                    for j in range(K1):
-                        off[j, t] = 0.0
-            # level 0 inline (_push's operations): the partial sum of the current 64-block
-            if pos[0] == 0:
-                for j in range(K1):
-                    loc[j, 0] = inc[j, b]
-            else:
-                for j in range(K1):
-                    loc[j, 0] += inc[j, b]
-            for j in range(K1):
-                pi[j, b] = (off[j, 0] + loc[j, 0]) + carry[j]
-            pos[0] += 1
-            if L > 0 and pos[0] == _BLOCK:
-                _close(loc, off, pos, L)
-            if c % chunk == chunk - 1 or c == P - 1:
-                for j in range(K1):
-                    carry[j] = pi[j, b]
-        for i in range(1, n):
-            for j in range(K1):
-                kj = kap[j, i]
-                for b in range(nb):
-                    Lam[i, j, b] = kj * pi[j, b]
-        for k in range(K1):
-            for b in range(nb):
-                cser[0, k, b] = 1.0 if k == 0 else 0.0
-        for l in range(1, n):
-            fl = float(l)
-            for k in range(K1):
-                for b in range(nb):
-                    acc[k, b] = fl * Lam[l, k, b]
-            for i in range(1, l):
-                for k in range(K1):
-                    for b in range(nb):
-                        prod[k, b] = 0.0
-                for jj in range(1, K1):
-                    for k in range(jj, K1):
-                        for b in range(nb):
-                            prod[k, b] += Lam[i, jj, b] * cser[l - i, k - jj, b]
-                fi = float(i)
-                for k in range(K1):
-                    for b in range(nb):
-                        acc[k, b] = acc[k, b] + fi * prod[k, b]
-            for k in range(K1):
-                for b in range(nb):
-                    cser[l, k, b] = acc[k, b] / fl
-        for b in range(nb):
-            Sv[b] = 0.0
-            sgb[b] = seg[c0 + b + 1]
-        for l in range(n):
-            for b in range(nb):
-                e[b] = 0.0  # the einsum's sum over k, in order
-            for k in range(K1):
-                for b in range(nb):
-                    e[b] = e[b] + cser[l, k, b] * Jh[sgb[b], l, k]
-            for b in range(nb):
-                Sv[b] = Sv[b] + e[b]
-        for b in range(nb):
-            c = c0 + b
-            sg = seg[c + 1]
-            lm = lam[c + 1]
-            Phi[c + 1] = 1.0 - lm * Sv[b]
-            p1 = pi[1, b]
-            s_abs = beta[sg, 0]
-            tl = 0.0
-            B_l = 1.0
-            p1l = 1.0
-            for l in range(1, n):
-                fl = float(l)
-                B_l = B_l * (p1 + fl - 1.0) / fl
-                p1l = p1l * p1
-                s_abs = s_abs + B_l * beta[sg, l]
-                tl = tl + p1l * tail[sg, l]
-            bound[c + 1] = (g_tot * lm * s_abs + lm * tl + 4.0 * U) * (1.0 + 1e-6)
+        _light_block(
+            d, v, light, tau, chunk, c0, nb, kap, n, st, carry, loc, off, pos, pi, Lam, cser,
+            acc, prod, sc,
+        )  # fmt: skip
+        _majorants(nb, n, pi, Bl, P1l)
+        for u in range(NV):
+            _finish_block(
+                c0, nb, seg, lam, lam_off[u], Jh[u], beta[u], tail[u], n, g_tot, Bl, P1l, cser,
+                Sv, e, sgb, Phi[u], bound[u],
+            )  # fmt: skip

@@ -57,6 +57,11 @@ operations on the same operands:
   the final sums (these K + 1 products, then the n levels), so the rounding bound holds for
   both routes; elsewhere the two laws agree within that bound (tested to 1e-14 per slot).
 
+The pass takes several *variants* that share the pieces and differ only in their heavy
+moments and in λ by a constant (:func:`seq_series_subsets`, the :math:`2^{|S|}` series of
+:mod:`.seqsingle`): the light part of a block once, then per variant the sum with its moments,
+Φ and the bound; :func:`seq_series_cuts` is the one-variant case (the same bits as before).
+
 Examples
 --------
 >>> import numpy as np
@@ -86,8 +91,8 @@ from .cutlaw import U, before_after, blocked_cumsum, cumsum_depth, gamma, total_
 from .pieces import PieceKernel
 
 __all__ = [
-    "seq_series_law", "seq_series_cuts", "choose_plan", "kernels", "heavy_moments", "heavy_configs",
-    "heavy_mass_depth", "power_sums", "power_sum_depth",
+    "seq_series_law", "seq_series_cuts", "seq_series_subsets", "choose_plan", "kernels",
+    "heavy_moments", "heavy_configs", "heavy_mass_depth", "power_sums", "power_sum_depth",
 ]  # fmt: skip
 
 _RHO = 0.12  # target ratio of the light series' tail
@@ -446,35 +451,104 @@ def seq_series_cuts(
     >>> Phi[0], Phi[-1], bool(bound.max() < 1e-13)
     (np.float64(0.0), np.float64(1.0), True)
     """
+    out = _series_cuts(qs, n, kern, total, np.empty(0, np.int64), np.zeros((1, 0), bool))
+    assert out is not None
+    Phi, bound = out
+    return Phi[0], bound[0]
+
+
+def seq_series_subsets(
+    qs: np.ndarray,
+    n: int,
+    kern: PieceKernel,
+    single: np.ndarray,
+    low: np.ndarray,
+    total: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    r""":func:`seq_series_cuts` of the derived kernels of :mod:`.seqsingle` in one pass over
+    the pieces: for each row A of ``low`` (NV, \|S\|) the kernel of the pieces of ``kern`` (none
+    of them on the slots ``single`` = S) with the slots of S where A is True as one piece each
+    at the bottom and the others as one piece each at the top.  Row u holds Φ and the cut
+    bound at the cuts \|A\| + r (r = 0..P) of that kernel, i.e. above r of ``kern``'s pieces;
+    the cuts below the bottom pieces and above the top ones are not returned.  None when a slot
+    of S is not among :func:`choose_plan`'s heavy slots (the light part then differs between
+    the kernels).
+
+    The heavy slots, τ, K and the light pieces (those of ``kern`` on light slots) are the same
+    for every derived kernel, so the Horner increments, the power sums (now over ``kern``'s
+    pieces, chunks from its first piece) and the cumulant series are formed once; per row
+    the heavy configurations are ``kern``'s with the masses of S fixed (:math:`q_h` below,
+    0 above: the derived kernels' configurations above the bottom pieces, the same bits), and
+    their moments, :math:`\lambda = \lambda_{kern} + \sum_{h \notin A} q_h` (one more rounding
+    per addend: depth ``cumsum_depth(P) + |S|`` in place of ``cumsum_depth(P')``), the
+    exact-zero rule with \|A\| more tokens below the cut, and the rounding depths of
+    :func:`seq_series_cuts` with P pieces (the most pieces of a heavy token at least 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from .pieces import PieceKernel, _csr
+    >>> qs = np.array([0.1, 0.2, 0.6, 0.1])
+    >>> tok = np.array([0, 1, 3])  # one piece per slot, but none for slot 2 = S
+    >>> rest = PieceKernel(tok, np.ones(3), *_csr(tok, 4))
+    >>> F, B = seq_series_subsets(qs, 3, rest, np.array([2]), np.array([[False], [True]]))
+    >>> F.shape, bool(F[1, -1] == 1.0), bool(B.max() < 1e-12)
+    ((2, 4), True, True)
+    """
+    return _series_cuts(qs, n, kern, total, np.asarray(single, np.int64), np.asarray(low, bool))
+
+
+def _series_cuts(
+    qs: np.ndarray,
+    n: int,
+    kern: PieceKernel,
+    total: tuple[float, float] | None,
+    single: np.ndarray,
+    low: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`seq_series_cuts` (``single`` empty, one row) and :func:`seq_series_subsets`."""
     V = len(qs)
     heavy, tau, K, delta = choose_plan(qs, n)
     m = len(heavy)
+    hpos = np.full(V, -1)
+    hpos[heavy] = np.arange(m)
+    if np.any(hpos[single] < 0):
+        return None
     T_hi, T_lo = total or total_mass(qs)
     d = kern.mass(qs)
     v, after, kmax = before_after(kern, d)
     P = len(d)
-    hpos = np.full(V, -1)
-    hpos[heavy] = np.arange(m)
+    NV = len(low)
     hp = hpos[kern.tok]
     is_h = hp >= 0
-    # heavy configurations: after s heavy pieces (s = 0..H)
+    # heavy configurations: after s heavy pieces (s = 0..H), per row the masses of S fixed
     ev = np.flatnonzero(is_h)
     Wc, most = heavy_configs(d[ev], hp[ev], m)
-    J = heavy_moments(Wc, T_hi, T_lo, tau, K, n)
-    Jh = np.cumsum(J, axis=1)[:, ::-1, :]  # Jh[:, l] = sum_{a <= n-1-l} J_a
+    if len(single):
+        most = max(most, 1)  # the derived kernels' one piece per slot of S
+    Hc = len(Wc)
+    W = np.tile(Wc, (NV, 1))
+    for i, h in enumerate(single.tolist()):
+        W[:, hpos[h]] = np.repeat(np.where(low[:, i], qs[h], 0.0), Hc)
+    J = heavy_moments(W, T_hi, T_lo, tau, K, n)
+    Jh = np.ascontiguousarray(np.cumsum(J, axis=1)[:, ::-1, :])  # Jh[:, l] = sum_{a<=n-1-l} J_a
     seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
-    # light power-sum increments ((v+d)^j - v^j)/tau^j = (d/tau) sum_{i<j} ((v+d)/tau)^i (v/tau)^(j-1-i)
     light = ~is_h
-    # lambda: mass above the cut (reverse cumulative sum of the piece masses)
+    # lambda: mass above the cut (reverse cumulative sum of the piece masses), per row plus the
+    # masses of S above every cut (summed in the order of S)
     lam = np.concatenate([blocked_cumsum(d[::-1])[::-1], [0.0]])
+    lam_off = np.zeros(NV)
+    for i, h in enumerate(single.tolist()):
+        lam_off = lam_off + np.where(low[:, i], 0.0, qs[h])
     first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at the cut
+    n_low = (low & (qs[single] > 0)[None, :]).sum(axis=1)  # the bottom pieces' tokens
     kap = kappa_table(K, n)
     surj = beta_weights(n, K)
     beta = np.stack(
         [Jh[:, 0, 0]] + [(surj[l] * Jh[:, l]).sum(axis=1) for l in range(1, n)], axis=1
-    )  # (S, n)
+    )  # (NV Hc, n)
     # tail coefficient per configuration: sum_a J_{a,K}/K! * sum_j binom(K+j+a, a) rho^j
-    tail = np.zeros((len(Wc), n))
+    tail = np.zeros((len(W), n))
     for l in range(1, n):
         lk = float(l) ** K / math.factorial(l)
         for a in range(0, n - l):
@@ -482,33 +556,46 @@ def seq_series_cuts(
             r = rho * (K + 2 + a) / (K + 2)
             tf = math.comb(K + 1 + a, a) * rho / (1 - r) if r < 1 else math.inf
             tail[:, l] += J[:, a, K] / math.factorial(K) * lk * tf
+    Jh = Jh.reshape(NV, Hc, n, K + 1)
+    beta = beta.reshape(NV, Hc, n)
+    tail = tail.reshape(NV, Hc, n)
     # rounding depths: heavy moments (d(D) to relative 4u: 8 per Taylor order and level, plus
     # the sum over subsets), the heavy masses' error carried into J (D_W), power sums (Horner
     # 2K, the chunked blocked cumulative sums, :func:`power_sum_depth`), the cumulant
-    # recursion (n - 1 levels of K-term convolutions), the final sums and lambda
+    # recursion (n - 1 levels of K-term convolutions), the final sums and lambda (with the
+    # masses of S above the cut: one addition per slot of S)
     n_sub = max((math.comb(m, a) for a in range(min(n - 1, m) + 1)), default=1)
     D_J = (n - 1) * (K + 1) * 8 + n_sub + n + 4
     D_W = heavy_mass_depth(T_hi, T_lo, float(delta[min(n - 1, m)]), most, K, n)
     D_pi = power_sum_depth(P) + 2 * K + kmax + 6
     D_c = (n - 1) * (D_pi + K + 6)
-    D_tot = 1.25 * (D_J + D_W + D_c + K + n + cumsum_depth(P) + 12) + 20
+    D_lam = cumsum_depth(P) + len(single)
+    D_tot = 1.25 * (D_J + D_W + D_c + K + n + D_lam + 12) + 20
     g_tot = gamma(D_tot)
-    Phi = np.empty(P + 1)
-    bound = np.zeros(P + 1)
+    Phi = np.empty((NV, P + 1))
+    bound = np.zeros((NV, P + 1))
     ks = kernels()
     if ks is not None and P:
         ks["series"](
-            d, v, light.view(np.uint8), seg, lam, Jh, beta, tail, kap,
+            d, v, light.view(np.uint8), seg, lam, lam_off, Jh, beta, tail, kap,
             float(tau), n, _CHUNK, g_tot, Phi, bound, _BLOCK,
         )  # fmt: skip
     else:
-        _pieces(d, v, light, seg, lam, Jh, beta, tail, kap, tau, n, g_tot, Phi, bound)
-    Phi[0] = 0.0
-    exact0 = first < n
-    Phi[exact0] = 0.0
-    bound[exact0] = 0.0
-    Phi[-1] = 1.0
-    bound[-1] = 0.0
+        _pieces(d, v, light, seg, lam, lam_off, Jh, beta, tail, kap, tau, n, g_tot, Phi, bound)
+    n_top = (~low).sum(axis=1)
+    for u in range(NV):
+        if not low[u].any():  # cut 0 of the derived kernel
+            Phi[u, 0] = 0.0
+        else:  # just above the bottom pieces: pi = 0, so c_{l,k} = [l = k = 0], configuration 0
+            lm = lam[0] + lam_off[u]
+            Phi[u, 0] = 1.0 - lm * Jh[u, 0, 0, 0]
+            bound[u, 0] = (g_tot * lm * beta[u, 0, 0] + 4 * U) * (1 + 1e-6)
+        exact0 = first + n_low[u] < n
+        Phi[u, exact0] = 0.0
+        bound[u, exact0] = 0.0
+        if n_top[u] == 0:  # the last cut of the derived kernel
+            Phi[u, -1] = 1.0
+            bound[u, -1] = 0.0
     np.clip(Phi, 0.0, 1.0, out=Phi)
     return Phi, bound
 
@@ -519,6 +606,7 @@ def _pieces(
     light: np.ndarray,
     seg: np.ndarray,
     lam: np.ndarray,
+    lam_off: np.ndarray,
     Jh: np.ndarray,
     beta: np.ndarray,
     tail: np.ndarray,
@@ -529,52 +617,73 @@ def _pieces(
     Phi: np.ndarray,
     bound: np.ndarray,
 ) -> None:
-    """The numpy route of :func:`seq_series_law`'s pass over the pieces, in chunks: Φ and the
-    cut bound of the cuts 1..P written to ``Phi`` and ``bound``."""
+    """The numpy route of the pass over the pieces, in chunks: per chunk the light part once
+    (:func:`_light_chunk`), then per row u of the heavy moments ``Jh`` (NV, Hc, n, K+1),
+    ``beta``, ``tail`` and λ = ``lam + lam_off[u]``, Φ and the cut bound of the cuts 1..P to
+    ``Phi[u]`` and ``bound[u]``."""
     P = len(d)
     K = kap.shape[0] - 1
     carry = np.zeros(K + 1)
     for c0 in range(0, P, _CHUNK):
         c1 = min(P, c0 + _CHUNK)
-        sl = slice(c0, c1)
-        z = np.where(light[sl], d[sl] / tau if tau > 0 else 0.0, 0.0)
-        vv = np.where(light[sl], v[sl] / tau if tau > 0 else 0.0, 0.0)
-        up = vv + z
-        inc = np.zeros((K + 1, c1 - c0))
-        pw_up = np.ones(c1 - c0)
-        for j in range(1, K + 1):  # sum_{i<j} up^i vv^(j-1-i), by a Horner step
-            pw_up_prev = pw_up
-            pw_up = pw_up * up
-            inc[j] = (inc[j - 1] * vv if j > 1 else 0.0) + pw_up_prev
-        inc[1:] *= z
-        pi = blocked_cumsum(inc) + carry[:, None]  # pi_j after each piece (power_sums' order)
-        carry = pi[:, -1].copy()
-        C = c1 - c0
-        Lam = [None] + [kap[:, i][:, None] * pi for i in range(1, n)]
-        cser = [np.zeros((K + 1, C)) for _ in range(n)]
-        cser[0][0] = 1.0
-        for l in range(1, n):
-            acc = l * Lam[l]
-            for i in range(1, l):
-                prod = np.zeros((K + 1, C))
-                for jj in range(1, K + 1):
-                    prod[jj:] += Lam[i][jj : jj + 1] * cser[l - i][: K + 1 - jj]
-                acc = acc + i * prod
-            cser[l] = acc / l
+        pi, cser, carry = _light_chunk(d, v, light, kap, tau, n, c0, c1, carry)
         sg = seg[c0 + 1 : c1 + 1]
-        S = np.zeros(C)
-        for l in range(n):
-            S += np.einsum("kc,ck->c", cser[l], Jh[sg, l, :])
-        lm = lam[c0 + 1 : c1 + 1]
-        Phi[c0 + 1 : c1 + 1] = 1.0 - lm * S
-        p1 = pi[1]
-        s_abs = beta[sg, 0].copy()
-        tl = np.zeros(C)
-        B_l = np.ones(C)
-        p1l = np.ones(C)
-        for l in range(1, n):
-            B_l = B_l * (p1 + l - 1) / l  # binom(pi_1 + l - 1, l): |kappa| majorant
-            p1l = p1l * p1  # c_{l,k} <= pi_1^l l^k / (l! k!), l^K / l! is in ``tail``
-            s_abs += B_l * beta[sg, l]
-            tl += p1l * tail[sg, l]
-        bound[c0 + 1 : c1 + 1] = (g_tot * lm * s_abs + lm * tl + 4 * U) * (1 + 1e-6)
+        for u in range(len(lam_off)):
+            S = np.zeros(c1 - c0)
+            for l in range(n):
+                S += np.einsum("kc,ck->c", cser[l], Jh[u, sg, l, :])
+            lm = lam[c0 + 1 : c1 + 1] + lam_off[u]
+            Phi[u, c0 + 1 : c1 + 1] = 1.0 - lm * S
+            p1 = pi[1]
+            s_abs = beta[u, sg, 0].copy()
+            tl = np.zeros(c1 - c0)
+            B_l = np.ones(c1 - c0)
+            p1l = np.ones(c1 - c0)
+            for l in range(1, n):
+                B_l = B_l * (p1 + l - 1) / l  # binom(pi_1 + l - 1, l): |kappa| majorant
+                p1l = p1l * p1  # c_{l,k} <= pi_1^l l^k / (l! k!), l^K / l! is in ``tail``
+                s_abs += B_l * beta[u, sg, l]
+                tl += p1l * tail[u, sg, l]
+            bound[u, c0 + 1 : c1 + 1] = (g_tot * lm * s_abs + lm * tl + 4 * U) * (1 + 1e-6)
+
+
+def _light_chunk(
+    d: np.ndarray,
+    v: np.ndarray,
+    light: np.ndarray,
+    kap: np.ndarray,
+    tau: float,
+    n: int,
+    c0: int,
+    c1: int,
+    carry: np.ndarray,
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """The light part of :func:`_pieces` on the pieces c0..c1-1: the power sums (K+1, C)
+    (:func:`power_sums`' order, from ``carry``), the cumulant series c_l (n arrays (K+1, C))
+    and the next carry."""
+    K = kap.shape[0] - 1
+    sl = slice(c0, c1)
+    z = np.where(light[sl], d[sl] / tau if tau > 0 else 0.0, 0.0)
+    vv = np.where(light[sl], v[sl] / tau if tau > 0 else 0.0, 0.0)
+    up = vv + z
+    inc = np.zeros((K + 1, c1 - c0))
+    pw_up = np.ones(c1 - c0)
+    for j in range(1, K + 1):  # sum_{i<j} up^i vv^(j-1-i), by a Horner step
+        pw_up_prev = pw_up
+        pw_up = pw_up * up
+        inc[j] = (inc[j - 1] * vv if j > 1 else 0.0) + pw_up_prev
+    inc[1:] *= z
+    pi = blocked_cumsum(inc) + carry[:, None]  # pi_j after each piece (power_sums' order)
+    C = c1 - c0
+    Lam = [None] + [kap[:, i][:, None] * pi for i in range(1, n)]
+    cser = [np.zeros((K + 1, C)) for _ in range(n)]
+    cser[0][0] = 1.0
+    for l in range(1, n):
+        acc = l * Lam[l]
+        for i in range(1, l):
+            prod = np.zeros((K + 1, C))
+            for jj in range(1, K + 1):
+                prod[jj:] += Lam[i][jj : jj + 1] * cser[l - i][: K + 1 - jj]
+            acc = acc + i * prod
+        cser[l] = acc / l
+    return pi, cser, pi[:, -1].copy()
