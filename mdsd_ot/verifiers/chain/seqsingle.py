@@ -19,6 +19,12 @@ the bottom and those of :math:`S \setminus A` one piece at the top.  The kernel'
 are multiples of :math:`2^{-52}`, so the :math:`b_h` are exact, and the bound of a cut is the
 same convex combination of the series' bounds plus the rounding of the combination.
 
+The tokens of S are among the series' heavy tokens (the heaviest by q), so the derived kernels
+share their light part: :func:`seq_single_cuts` forms the power sums and cumulant series of the
+pieces outside S once and only the heavy moments, λ and the exact-zero rule per subset
+(:func:`~.seqseries.seq_series_subsets`); each series' cut bound is the one
+:func:`~.seqseries.seq_series_cuts` would certify for that order of summation.
+
 Examples
 --------
 >>> import numpy as np
@@ -37,9 +43,9 @@ import itertools
 
 import numpy as np
 
-from .cutlaw import U
+from .cutlaw import U, total_mass
 from .pieces import PieceKernel, _csr
-from .seqseries import seq_series_cuts
+from .seqseries import seq_series_cuts, seq_series_subsets
 
 __all__ = ["SINGLE_DRAWS", "SINGLE_MAX", "single_tokens", "seq_single_cuts", "seq_single_law"]
 
@@ -75,7 +81,58 @@ def seq_single_cuts(
     total: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r""":math:`\Phi(c)` on the cuts c = 0..P of ``kern`` when the slots ``single`` pick once,
-    and a bound on :math:`|\hat\Phi(c) - \Phi(c)|` per cut (module docstring; n >= 3)."""
+    and a bound on :math:`|\hat\Phi(c) - \Phi(c)|` per cut (module docstring; n >= 3).
+
+    The :math:`2^{|S|}` series come from one pass over the pieces outside S
+    (:func:`~.seqseries.seq_series_subsets`): S are among the series' heavy slots (the
+    heaviest by q), so the light part is the same in every derived kernel and only the heavy
+    moments, λ and the exact-zero rule are formed per subset.  When a slot of S is not among
+    the heavy slots (a ``single`` chosen otherwise than by :func:`single_tokens`), the light
+    parts differ and each series is its own pass (:func:`_seq_single_cuts_per_variant`)."""
+    S = [int(h) for h in single]
+    total = total or total_mass(qs)
+    mine = np.isin(kern.tok, S)
+    rest_tok, rest_prob = kern.tok[~mine], kern.prob[~mine]
+    subsets = [A for r in range(len(S) + 1) for A in itertools.combinations(S, r)]
+    low = np.array([[h in A for h in S] for A in subsets], dtype=bool).reshape(len(subsets), len(S))
+    out = seq_series_subsets(qs, n, _kernel(rest_tok, rest_prob, len(qs)), np.array(S, np.int64),
+                             low, total)  # fmt: skip
+    if out is None:
+        return _seq_single_cuts_per_variant(qs, n, kern, single, total)
+    F, B = out  # row u: the derived kernel's cuts |A| + r, r = pieces outside S below the cut
+    at = np.concatenate([[0], np.cumsum(~mine)])  # pieces outside S below each cut
+    b = {h: np.concatenate([[0.0], np.cumsum(np.where(kern.tok == h, kern.prob, 0.0))]) for h in S}
+    nb = {h: 1.0 - b[h] for h in S}  # exact: dyadic b
+    Phi = np.zeros(len(kern.tok) + 1)
+    bound = np.zeros_like(Phi)
+    for u, A in enumerate(subsets):  # the per-variant route's operations, in its order
+        wgt = np.ones_like(Phi)
+        for h in S:
+            wgt = wgt * (b[h] if h in A else nb[h])
+        Phi += wgt * F[u, at]
+        bound += wgt * B[u, at]
+    return _combined(Phi, bound, len(S))
+
+
+def _combined(Phi: np.ndarray, bound: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The combination's rounding added to the bound (2^s products of s + 1 factors each,
+    summed), the end cuts exact, Φ clipped to [0, 1]."""
+    bound += (2**s + s + 1) * 2 * U
+    Phi[0], Phi[-1] = 0.0, 1.0
+    bound[0] = bound[-1] = 0.0
+    np.clip(Phi, 0.0, 1.0, out=Phi)
+    return Phi, bound
+
+
+def _seq_single_cuts_per_variant(
+    qs: np.ndarray,
+    n: int,
+    kern: PieceKernel,
+    single: np.ndarray,
+    total: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`seq_single_cuts` by one :func:`~.seqseries.seq_series_cuts` per subset A of S on
+    its derived kernel (kept for the slots of S that are not heavy, and for the tests)."""
     V = len(qs)
     S = [int(h) for h in single]
     mine = np.isin(kern.tok, S)
@@ -95,12 +152,7 @@ def seq_single_cuts(
                 wgt = wgt * (b[h] if h in A else 1.0 - b[h])  # exact: dyadic b
             Phi += wgt * F[len(A) + at]
             bound += wgt * B[len(A) + at]
-    # the combination: 2^|S| products of |S| + 1 factors each, summed
-    bound += (2 ** len(S) + len(S) + 1) * 2 * U
-    Phi[0], Phi[-1] = 0.0, 1.0
-    bound[0] = bound[-1] = 0.0
-    np.clip(Phi, 0.0, 1.0, out=Phi)
-    return Phi, bound
+    return _combined(Phi, bound, len(S))
 
 
 def seq_single_law(
@@ -134,4 +186,16 @@ def seq_single_law(
         The certified bound on the law's total error.
     """
     Phi, bound = seq_single_cuts(qs, n, kern, single, total)
+    return np.bincount(kern.tok, np.diff(Phi), len(qs)), 2.0 * float(bound.sum())
+
+
+def _seq_single_law_per_variant(
+    qs: np.ndarray,
+    n: int,
+    kern: PieceKernel,
+    single: np.ndarray,
+    total: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, float]:
+    """:func:`seq_single_law` by :func:`_seq_single_cuts_per_variant` (for the tests)."""
+    Phi, bound = _seq_single_cuts_per_variant(qs, n, kern, single, total)
     return np.bincount(kern.tok, np.diff(Phi), len(qs)), 2.0 * float(bound.sum())
