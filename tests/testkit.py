@@ -2,7 +2,8 @@
 
 The reference alpha bank (192 rational instances with exact α* computed independently of the
 package, kept in ``tests/data/alpha_bank.json`` with its provenance), seeded random vectors, the
-array backends of the solver tests with their (scheme, n) cases, and a spy on torch's operators.
+array backends of the solver tests with their (scheme, n) cases, a spy on torch's operators, and
+a probe of the order in which numpy's ``einsum`` sums.
 """
 
 from __future__ import annotations
@@ -141,3 +142,20 @@ def torch_spy():
             return func(*args, **(kwargs or {}))
 
     return Spy()
+
+
+def einsum_in_order() -> bool:
+    """Whether numpy's ``einsum("kc,ck->c", a, b)`` equals the in-order sum
+    ``((0 + a_0 b_0) + a_1 b_1) + ...`` bitwise (tolerance 0) on data whose sums depend on the
+    order: where it does, the compiled series passes give the numpy route's law bit for bit."""
+    g = np.random.default_rng(5)
+    for K1, C in ((2, 7), (13, 8192), (41, 300)):
+        a = g.standard_normal((K1, C)) * 10.0 ** g.integers(-12, 12, (K1, C))
+        b = g.standard_normal((C, K1)) * 10.0 ** g.integers(-12, 12, (C, K1))
+        ref = np.zeros(C)
+        for k in range(K1):
+            ref = ref + a[k] * b[:, k]
+        got = np.einsum("kc,ck->c", a, b)
+        if got.dtype != ref.dtype or not np.array_equal(got, ref):
+            return False
+    return True

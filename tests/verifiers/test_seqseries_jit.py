@@ -4,7 +4,7 @@ What is compared bitwise (tolerance 0): the heavy moments J (the incremental com
 against numpy's batched one), and the law's error bound (it does not depend on the one sum whose
 order numpy does not fix).  The law itself is compared within 1e-14 per slot and within the
 reported bound in total; bitwise as well where numpy's ``einsum("kc,ck->c")`` is observed to
-sum in order (:func:`_einsum_in_order`; it is on numpy 2.x on x86-64).  The compiled law is
+sum in order (:func:`testkit.einsum_in_order`; it is on numpy 2.x on x86-64).  The compiled law is
 checked against the exact law in Fractions (Lemma 9), and the ``seq-swap`` plan against the
 numpy route's.
 """
@@ -15,6 +15,8 @@ from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
+
+from testkit import einsum_in_order
 
 pytest.importorskip("numba", reason="the jit extra is not installed")
 
@@ -34,21 +36,6 @@ def _same(a, b) -> bool:
     """Bitwise equality of two arrays (values, dtype and shape; tolerance 0)."""
     a, b = np.asarray(a), np.asarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-
-
-def _einsum_in_order() -> bool:
-    """Whether numpy's ``einsum("kc,ck->c", a, b)`` equals the in-order sum
-    ``((0 + a_0 b_0) + a_1 b_1) + ...`` on data whose sums depend on the order."""
-    g = np.random.default_rng(5)
-    for K1, C in ((2, 7), (13, 8192), (41, 300)):
-        a = g.standard_normal((K1, C)) * 10.0 ** g.integers(-12, 12, (K1, C))
-        b = g.standard_normal((C, K1)) * 10.0 ** g.integers(-12, 12, (C, K1))
-        ref = np.zeros(C)
-        for k in range(K1):
-            ref = ref + a[k] * b[:, k]
-        if not _same(np.einsum("kc,ck->c", a, b), ref):
-            return False
-    return True
 
 
 def _q(g: np.random.Generator, V: int, kind: str) -> np.ndarray:
@@ -264,7 +251,7 @@ def test_law_matches_numpy(case):
         T0, e0 = seqseries.seq_series_law(q, n, kern)
     assert e1 == e0  # the bound, tolerance 0
     assert np.abs(T1 - T0).max() <= 1e-14 and np.abs(T1 - T0).sum() <= e0
-    if _einsum_in_order():
+    if einsum_in_order():
         assert _same(T1, T0)
     assert abs(T1.sum() - 1.0) <= 1e-12
 

@@ -25,21 +25,7 @@ from mdsd_ot.verifiers.chain.seqsingle import (
     seq_single_cuts,
     seq_single_law,
 )
-
-
-def _einsum_in_order() -> bool:
-    """Whether numpy's ``einsum("kc,ck->c", a, b)`` is the in-order sum (as in
-    test_seqseries_jit: then the two routes' laws are bitwise equal)."""
-    g = np.random.default_rng(5)
-    for K1, C in ((2, 7), (13, 8192), (41, 300)):
-        a = g.standard_normal((K1, C)) * 10.0 ** g.integers(-12, 12, (K1, C))
-        b = g.standard_normal((C, K1)) * 10.0 ** g.integers(-12, 12, (C, K1))
-        ref = np.zeros(C)
-        for k in range(K1):
-            ref = ref + a[k] * b[:, k]
-        if not np.array_equal(np.einsum("kc,ck->c", a, b), ref):
-            return False
-    return True
+from testkit import einsum_in_order
 
 
 def _jit_on() -> bool:
@@ -157,7 +143,7 @@ def test_shared_pass_against_the_per_variant_route_and_numpy(case):
         assert np.all(np.abs(F1 - F0) <= B0 + B1)
         (T1, e1), (T0, e0) = res[0][0], res[1][0]
         assert e1 == e0 and np.abs(T1 - T0).sum() <= e0
-        if _einsum_in_order():
+        if einsum_in_order():
             assert np.array_equal(F1, F0) and np.array_equal(T1, T0)
 
 
