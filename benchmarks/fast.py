@@ -21,7 +21,9 @@ per-round ratios), because the machine may be shared.  Printed:
    optimum: scanned, or sorted after the bucketing pass): new / old (must stay <= 1.2);
 3. several laws of one row at once (``alpha_star_laws``: with, without and conditional Poisson,
    n = 2; issue 12's target <= 2x one argsort);
-4. batched B = 64: cost per row of the new public call;
+4. batched B = 64: cost per row of the new public call; 4b. the same with row 0 crowded (35% of
+   its tokens survive the bounds), new against phase 2 as wide as that row (before
+   ``bucket.phase2_capacity``) and the sorting path, numpy and CPU torch;
 5. with ``--shard``: rows of a real-text shard (an ``.npz`` with arrays ``p`` and ``q``), when
    one exists (none ships with the repository).
 """
@@ -118,6 +120,50 @@ def _unfused(f, *args, **kwargs):
     """``f`` with the fused loops of the bucket path off (numpy's route)."""
     with _fused.disabled():
         return f(*args, **kwargs)
+
+
+def _one_width(counts, fallback, V):
+    """Phase 2 as wide as the most crowded row kept (before ``bucket.phase2_capacity``)."""
+    fallback = np.asarray(fallback, dtype=bool)
+    return int(counts[~fallback].max(initial=0)), fallback.copy()
+
+
+def crowded(B: int, t_sort: float) -> None:
+    """Section 4b: a batch whose row 0 is crowded (35% of its tokens survive the bounds)."""
+    from mdsd_ot.fast import bucket
+
+    P, Q = synthetic_batch(B, V_BIG, 0.7, 3)
+    P[0], Q[0] = dense_bucket(V_BIG, 0.35, np.random.default_rng(5))
+    backends = [("numpy", P, Q)]
+    try:
+        import torch
+
+        backends.append(("torch CPU", torch.from_numpy(P), torch.from_numpy(Q)))
+    except ImportError:
+        pass
+    print(f"\n4b. batched B = {B}, row 0 crowded (35% of its tokens survive the bounds): cost per")
+    print("    row / np.argsort of one row; 'one width': phase 2 as wide as the most crowded row")
+    print("    (numpy with numba solves the rows one by one, so it has no shared phase 2)")
+    head = f"{'new':>6} {'one width':>10} {'sort':>6} {'new/width':>10}"
+    print(f"  {'':>9} {'scheme':>20} {'n':>2} {head}")
+    real = bucket.phase2_capacity
+    runs = (("new", "auto", real), ("width", "auto", _one_width), ("sort", "sort", real))
+    for name, Pb, Qb in backends:
+        for s, n in (("with", 2), ("without", 3), ("conditional-poisson", 2)):
+
+            def call(path, Pb=Pb, Qb=Qb, s=s, n=n):
+                return alpha_star(Pb, Qb, n=n, scheme=s, path=path)
+
+            t = {}
+            for label, path, cap in runs:
+                bucket.phase2_capacity = cap
+                try:
+                    t[label] = min(_time(lambda p=path: call(p)) for _ in range(2)) / B / t_sort
+                finally:
+                    bucket.phase2_capacity = real
+            ratio = t["new"] / t["width"]
+            cells = f"{t['new']:6.2f} {t['width']:10.2f} {t['sort']:6.2f} {ratio:10.2f}"
+            print(f"  {name:>9} {s:>20} {n:>2} {cells}")
 
 
 def main() -> None:
@@ -218,6 +264,8 @@ def main() -> None:
     for s, n, _ in CASES[:6]:
         t = min(_time(lambda s=s, n=n: alpha_star(P, Q, n=n, scheme=s)) for _ in range(2))
         print(f"  {s:>20} n={n}: {t / B / t_sort:.2f}x per row ({t / B * 1e3:.2f} ms)")
+
+    crowded(B, t_sort)
 
     if args.shard:
         data = np.load(args.shard)

@@ -16,6 +16,8 @@ on a CPU it runs the same steps with ``time.perf_counter`` (``--device cpu``).
    the sort route's core none.  On CUDA the core runs under ``set_sync_debug_mode("warn")`` and
    the warnings are counted.
 4. **Peak memory** of each call beyond its inputs, as a multiple of the input (p and q).
+2b. **A crowded row**: the bucket route on a batch whose row 0 has 35% of its tokens surviving
+   the bounds, against numpy (float64) and timed (fp32) with and without that row.
 5. **The optimal verifier** for i.i.d. drafts on the device (``verify_rows``, issue 11): α*
    against numpy, the acceptance of 2 x 10^5 verified tuples per row against α* (4 standard
    errors), and the time per call over ``torch.sort`` of the keys, B = 64 and 1,024 (float64).
@@ -223,10 +225,41 @@ def main() -> int:
                         f"{r['sort'][0]:5.2f}x  core sort {r['core sort'][0]:5.2f}x  "
                         f"(torch.sort {t_sort * 1e3:7.2f} ms){tgt}{extra}"
                     )
+    crowded_row(device, timer, max(Bs), R, log, results)
     verifier_rows(device, timer, Bs, R, log, results)
     log(f"\ntotal wall time {time.perf_counter() - t_start:.0f} s")
     _write(args.out, lines, results)
     return 0
+
+
+def crowded_row(device, timer, B, R, log, results) -> None:
+    """Section 2b: the bucket route on a batch whose row 0 is crowded (35% of its tokens survive
+    the bounds): α* against numpy (float64, 1e-12), then the time over ``torch.sort`` with and
+    without that row (fp32).  ``bucket.phase2_capacity`` sorts that row alone."""
+    from fast import dense_bucket  # benchmarks/fast.py (this script's folder is on sys.path)
+
+    V = 152_064
+    Pn, Qn = synthetic_batch(B, V, 0.7, 3)
+    Pc, Qc = Pn.copy(), Qn.copy()
+    Pc[0], Qc[0] = dense_bucket(V, 0.35, np.random.default_rng(5))
+    log(f"\n2b. B={B}, V={V:,}, row 0 crowded (35% of its tokens survive the bounds), with n=2")
+    ref = np_alpha_star(Pc, Qc, n=2, scheme="with")
+    P64, Q64 = (torch.from_numpy(x).to(device) for x in (Pc, Qc))
+    got = mt.alpha_star(P64, Q64, n=2, scheme="with", path="bucket").cpu().numpy()
+    worst = float(np.max(np.abs(got - ref)))
+    log(
+        f"  float64 bucket route vs numpy: max |diff| {worst:.1e} {'ok' if worst <= 1e-12 else 'FAILED'}"
+    )
+    row = {"section": "2b", "B": B, "V": V, "max_abs_diff_f64": worst}
+    for label, (P_, Q_) in (("plain", (Pn, Qn)), ("crowded", (Pc, Qc))):
+        P = torch.from_numpy(P_).to(device, torch.float32)
+        Q = torch.from_numpy(Q_).to(device, torch.float32)
+        keys = P / Q
+        fns = {"bucket": lambda P=P, Q=Q: mt.alpha_star(P, Q, n=2, scheme="with", path="bucket")}
+        t_sort, r = measure(timer, fns, lambda keys=keys: torch.sort(keys, dim=-1), R)
+        row[label] = r["bucket"][0]
+        log(f"  {label:>8}: bucket {r['bucket'][0]:5.2f}x torch.sort ({t_sort * 1e3:7.2f} ms)")
+    results.append(row)
 
 
 def verifier_rows(device, timer, Bs, R, log, results) -> None:

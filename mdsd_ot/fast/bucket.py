@@ -35,7 +35,9 @@ the law's ``dense_fraction`` of V (estimated from every :data:`STRIDE`-th token 
 bucketing pass, before any histogram: the worst case then costs the sort plus about a tenth;
 a misjudged row only costs time, never accuracy), when its survivors exceed
 :data:`MAX_FRACTION` of V, or when the law cannot bound its error (conditional Poisson with an
-ill-conditioned light part).  numpy and torch run the same code; on torch the histograms are
+ill-conditioned light part); in a batch, the most crowded rows are sorted alone where that costs
+less than widening the second phase for every row (:func:`phase2_capacity`).  numpy and torch
+run the same code; on torch the histograms are
 ``scatter_add_``, there is no per-row loop, and the only host synchronisation reads the
 survivor counts (which fix the shape of the second phase).
 """
@@ -61,6 +63,7 @@ __all__ = [
     "TOL",
     "MAX_FRACTION",
     "solve_bucketed",
+    "phase2_capacity",
     "shared_buckets",
     "supports",
     "validated_front",
@@ -180,6 +183,7 @@ def solve_bucketed(
     # the one host synchronisation (tensors): the survivor counts, which fix phase 2's shapes
     counts, fallback = bk.to_host(st["counts"], st["fallback"])
     counts, fallback = counts.astype(np.int64), fallback.astype(bool)
+    C, fallback = phase2_capacity(counts, fallback, V)
     slow = np.flatnonzero(fallback)
     if slow.size == B:  # every row: the sorting path on the rows themselves (no copies)
         a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
@@ -187,7 +191,7 @@ def solve_bucketed(
     if slow.size:  # their survivors are not collected; the sort overwrites their results
         keep = xp.asarray(~fallback, device=getattr(p, "device", None))
         st["mask"] = st["mask"] & keep[:, None]
-    alpha, H, err = _phase2(st, law, int(counts[~fallback].max(initial=0)), return_set, xp)
+    alpha, H, err = _phase2(st, law, C, return_set, xp)
     if slow.size:
         Pn = _rows(p, slow, xp) / _rows(sp, slow, xp)[:, None]
         Qn = _rows(q, slow, xp) / _rows(sq, slow, xp)[:, None]
@@ -195,6 +199,43 @@ def solve_bucketed(
         e = xp.zeros_like(a) + e
         alpha, H, err = _merge(alpha, H, err, slow, a, h, xp.astype(e, xp.float64), xp)
     return alpha, H, err
+
+
+def phase2_capacity(counts: np.ndarray, fallback: np.ndarray, V: int) -> tuple[int, np.ndarray]:
+    r"""The width C of phase 2 for B rows with these survivor counts, and the rows to sort instead.
+
+    Phase 2 gathers, sorts and scans a (B, C) block, C the largest count it keeps, so one row
+    with many survivors would make every row pay for them.  With the rows already falling back
+    (``fallback``) sorted whatever happens, the others are ordered by count and the k largest
+    are sent to the sorting path (V tokens each) where that costs less:
+
+    .. math::
+
+       C = c_{(k+1)}, \qquad k = \arg\min_{k \ge 0} \bigl[B\,c_{(k+1)} + k\,V\bigr],
+
+    :math:`c_{(1)} \ge c_{(2)} \ge \dots` the counts of the rows kept (:math:`c_{(B'+1)} = 0`);
+    ties keep more rows.  One row (B = 1) is never sent (C ≤ V).  Only time depends on the
+    choice: both paths give the same α* (``tests/fast/test_bucket_capacity.py``).
+
+    Examples
+    --------
+    >>> C, slow = phase2_capacity(np.array([40, 50, 60_000, 30]), np.zeros(4, bool), 100_000)
+    >>> C, slow.tolist()  # one crowded row: sorted alone, the others share a block of 50
+    (50, [False, False, True, False])
+    >>> phase2_capacity(np.array([7]), np.zeros(1, bool), 10)[0]
+    7
+    """
+    B = len(counts)
+    fallback = np.asarray(fallback, dtype=bool).copy()
+    kept = np.flatnonzero(~fallback)
+    if kept.size == 0:
+        return 0, fallback
+    order = kept[np.argsort(-counts[kept], kind="stable")]
+    c = np.append(counts[order], 0)  # c[k] = the width once the k largest are sorted
+    cost = B * c + V * np.arange(len(c))
+    k = int(np.argmin(cost))  # the first minimum: the fewest rows sent
+    fallback[order[:k]] = True
+    return int(c[k]), fallback
 
 
 def _solve_fused_row(p, q, sp, sq, law: Chain, shared: dict[str, Any], return_set: bool):

@@ -309,3 +309,42 @@ def test_conditional_poisson_totals_of_one_row_equal_the_array_route():
             assert N1.shape == (1, 1) and e1.shape == (1,)
             assert N1[0, 0] == N2[0, 0] and e1[0] == e2[0], (n, T)
             assert np.isfinite(e1[0])
+
+
+def test_phase2_capacity_sends_crowded_rows_to_the_sort():
+    """C = c_(k+1) with k minimising B c_(k+1) + k V: crowded rows go to the sorting path, rows
+    already falling back stay there, ties keep the rows, one row is never sent."""
+    cap = bucket.phase2_capacity
+    none = np.zeros(4, dtype=bool)
+    C, slow = cap(np.array([40, 50, 60_000, 30]), none, 100_000)
+    assert C == 50 and slow.tolist() == [False, False, True, False]
+    C, slow = cap(np.array([40, 50, 60_000, 30]), np.array([False, True, False, False]), 100_000)
+    assert C == 40 and slow.tolist() == [False, True, True, False]  # row 1 stays sorted
+    C, slow = cap(np.array([10, 20, 30, 40]), none, 100_000)
+    assert C == 40 and not slow.any()  # sending any row costs more than it saves
+    # keeping costs B c_(1) = 4 * 250 = 1000, sending the row 4 * 0 + 1 * V = 1000: a tie keeps
+    C, slow = cap(np.array([250, 0, 0, 0]), none, 1000)
+    assert C == 250 and not slow.any()
+    C, slow = cap(np.array([10]), np.zeros(1, dtype=bool), 10)  # one row: C <= V, never sent
+    assert C == 10 and not slow.any()
+    C, slow = cap(np.array([5, 6]), np.ones(2, dtype=bool), 100)  # every row falls back
+    assert C == 0 and slow.all()
+
+
+def test_a_crowded_row_does_not_widen_phase_2_for_the_batch(monkeypatch, nx64):
+    """Five synthetic rows and the dense-bucket row (3,000 of 5,000 tokens survive): the dense
+    row is sorted alone, phase 2 stays as narrow as the other rows need, and every row equals
+    its own sort (α* to 1e-12, the same H*)."""
+    P, Q = synthetic_batch(6, 5000, 0.7, 21, noise=1.0)
+    P[3], Q[3] = _dense_bucket_row(np.random.default_rng(2))
+    widths, sorted_rows = [], []
+    real2, real_sort = bucket._phase2, bucket.solve_sorted
+    monkeypatch.setattr(bucket, "_phase2", lambda st, law, C, *a: widths.append(C)
+                        or real2(st, law, C, *a))  # fmt: skip
+    monkeypatch.setattr(bucket, "solve_sorted", lambda Pn, *a: sorted_rows.append(Pn.shape[0])
+                        or real_sort(Pn, *a))  # fmt: skip
+    (ab, Hb, _), (as_, Hs, _) = _both(nx64, P, Q, 2, "with")
+    assert np.max(np.abs(ab - as_)) <= 1e-12 and np.array_equal(Hb, Hs)
+    assert as_[3] < 0.95  # the dense row's optimum lies inside its crowded bucket
+    assert len(widths) == 1 and widths[0] < 1000, widths  # without the choice: >= 3,000
+    assert sorted_rows[0] == 1  # the bucket path sorted one row (then the reference: all six)
