@@ -26,6 +26,7 @@ from mdsd_ot.verifiers.chain.pieces import (
     default_tol,
     design,
     design_or_retry,
+    pair_coefficients,
     pair_masses,
     scaled_transfers,
 )
@@ -76,15 +77,12 @@ def test_scaled_transfers_follow_the_model_with_the_scaled_masses():
     big[:2] *= 3 * qs[1] / (a[0] + a[1])  # slot 1's lifts: 3 q_1 in all
     gain, loss = scaled_transfers(qs, n, E, x, y, tau, big, b)
     sigma = (1 - 2.0**-40) / 3  # the scale of build_pieces
-    en = E[n][-1]
-    for i in range(2):  # the model's gain and loss with a' = a sigma (b unscaled: y is not)
-        h = qs[1] * E[n - 2][1] / en
-        hp = qs[y[i]] * pieces._without(E, y[i : i + 1], qs[1:2], n - 2)[0] / en
-        Iv = (pieces._without(E, y[i : i + 1], qs[1:2], n - 1)[0] - E[n - 1][1]) / en
-        Jv = (E[n - 1][y[i]] - E[n - 1][2]) / en
-        g = big[i] * sigma * (Iv + hp) + b[i] * h
-        lo = b[i] * (Jv + h) + big[i] * sigma * hp
-        assert gain[i] == pytest.approx(g, rel=1e-12) and loss[i] == pytest.approx(lo, rel=1e-12)
+    h, hp, Iv, Jv = pair_coefficients(qs, n, E, x, y)
+    a2, b2 = big * np.array([sigma, sigma, 1.0]), b  # y = 3, 4, 5 and x = 0 are not scaled
+    assert np.allclose(gain[:2], (a2 * (Iv + hp) + b2 * h)[:2], rtol=1e-12, atol=0)
+    assert np.allclose(loss[:2], (b2 * (Jv + h) + a2 * hp)[:2], rtol=1e-12, atol=0)
+    asked = (big * (Iv + hp) + b * h)[:2]  # what the unscaled lifts would have moved
+    assert np.all(gain[:2] < asked)
     assert gain[2] == tau[2] and loss[2] == tau[2]  # slot 0's pair: neither token scaled
 
 

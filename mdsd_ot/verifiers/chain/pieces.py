@@ -53,7 +53,8 @@ from . import _cutjit
 from .relabel import QUANT, fifo_pairs
 
 __all__ = [
-    "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_masses", "design",
+    "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
+    "pair_masses", "design",
     "default_tol", "design_or_retry", "scaled_transfers", "DAMPED_STEP", "DAMPED_ANDERSON",
     "DAMPED_MAX_ITER",
 ]  # fmt: skip
@@ -199,6 +200,23 @@ def _without(E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int) -> np.n
     return np.maximum(out, 0.0)
 
 
+def pair_coefficients(
+    qs: np.ndarray, n: int, E: list[np.ndarray], x: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""The first-order coefficients :math:`(h, h', I, J)` of the pairs x < y (module
+    docstring): :math:`h = q_x e_{n-2}(H_x)/e_n`, :math:`h' = q_y e_{n-2}(H_y \setminus x)/e_n`,
+    :math:`I = [e_{n-1}(H_y \setminus x) - e_{n-1}(H_x)]^+/e_n`,
+    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`."""
+    en = max(float(E[n][-1]), 1e-300)
+    qx, qy = qs[x], qs[y]
+    lo = E[n - 2] if n >= 2 else E[0]
+    h = qx * lo[x] / en
+    hp = qy * _without(E, y, qx, n - 2) / en if n >= 2 else qy / en
+    Iv = np.maximum(_without(E, y, qx, n - 1) - E[n - 1][x], 0.0) / en
+    Jv = np.maximum(E[n - 1][y] - E[n - 1][x + 1], 0.0) / en
+    return h, hp, Iv, Jv
+
+
 def pair_masses(
     qs: np.ndarray,
     n: int,
@@ -213,13 +231,7 @@ def pair_masses(
     A ``rigid`` slot is not split when its partner is not rigid: the pair is then a pure drop
     of y below x (x rigid: a = 0, x gains :math:`b h`) or a pure lift of x above y (y rigid:
     b = 0, x gains :math:`a (I + h')`)."""
-    en = max(float(E[n][-1]), 1e-300)
-    qx, qy = qs[x], qs[y]
-    lo = E[n - 2] if n >= 2 else E[0]
-    h = qx * lo[x] / en
-    hp = qy * _without(E, y, qx, n - 2) / en if n >= 2 else qy / en
-    Iv = np.maximum(_without(E, y, qx, n - 1) - E[n - 1][x], 0.0) / en
-    Jv = np.maximum(E[n - 1][y] - E[n - 1][x + 1], 0.0) / en
+    h, hp, Iv, Jv = pair_coefficients(qs, n, E, x, y)
     det = Iv * Jv + Iv * h + hp * Jv
     flat = tau / np.maximum(Iv + h + hp, 1e-300)
     ok = det > 1e-12 * (Iv + h + hp) * (Jv + h + hp)
@@ -283,12 +295,7 @@ def scaled_transfers(
     if not hit.any():
         return gain, loss
     xs, ys = x[hit], y[hit]
-    en = max(float(E[n][-1]), 1e-300)
-    qx, qy = qs[xs], qs[ys]
-    h = qx * (E[n - 2] if n >= 2 else E[0])[xs] / en
-    hp = qy * _without(E, ys, qx, n - 2) / en if n >= 2 else qy / en
-    Iv = np.maximum(_without(E, ys, qx, n - 1) - E[n - 1][xs], 0.0) / en
-    Jv = np.maximum(E[n - 1][ys] - E[n - 1][xs + 1], 0.0) / en
+    h, hp, Iv, Jv = pair_coefficients(qs, n, E, xs, ys)
     a2, b2 = a[hit] * sigma[xs], b[hit] * sigma[ys]
     gain[hit] = a2 * (Iv + hp) + b2 * h
     loss[hit] = b2 * (Jv + h) + a2 * hp
