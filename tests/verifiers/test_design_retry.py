@@ -7,9 +7,11 @@ Two mechanisms are pinned here:
   it for about twice its mass in lifts, :func:`build_pieces` scales its pieces back, and the
   fixed point must compare the exact law with what the model expects of the *scaled* pieces;
   compared with the unscaled transfers the kernel stays pinned and the design stalls at a few
-  1e-2 (V = 2,000, seed 1, n = 4, both laws);
-- the *damped retry* (:func:`design_or_retry`): where the first design stops above its
-  tolerance, a damped run from the same start, and the better of the two is kept.
+  1e-2 (V = 2,000, seed 1, n = 4, both laws).  The first law decides which model the first run
+  takes (``AUTO_RATIO``);
+- the *retries* (:func:`design_or_retry`): where the first run stops above its tolerance, a run
+  with the other model (when some pieces were scaled back), then a damped run, from the same
+  start; the best is kept.
 """
 
 from __future__ import annotations
@@ -87,8 +89,8 @@ def test_scaled_transfers_follow_the_model_with_the_scaled_masses():
 
 
 def test_heavy_demand_row_converges_through_the_scaled_model():
-    """V = 2,000, seed 1, n = 4: the first law scales the heavy token back (max ratio ~1.9);
-    the first design stalls, and the scaled run reaches the tolerance."""
+    """V = 2,000, seed 1, n = 4: the first law asks the heavy token for about 1.9 times its mass,
+    so the first run takes the scaled model (AUTO_RATIO) and reaches the tolerance: no retry."""
     p, q = _peaked(2000, 1)
     qs, D, s, law = _cp_setup(p, q, 4)
     ratios = []
@@ -98,22 +100,34 @@ def test_heavy_demand_row_converges_through_the_scaled_model():
         return law(k)
 
     _, T, err, info = design_or_retry(qs, 4, D, s, watched)
-    assert ratios[0] > 1.5  # the heavy token is asked for more than its mass
-    retry = info["retry"]
-    assert retry["kept"] == "scaled" and "damped" not in retry  # no third run was needed
-    assert 1e-2 < retry["first"]["shortfall"] < 5e-2  # the first design stalls
-    assert info["scaled_back"] and info["shortfall"] <= default_tol(2000) and err <= 1e-10
+    assert ratios[0] > 1.5 > pieces.AUTO_RATIO  # the heavy token is asked for more than its mass
+    assert "retry" not in info and info["scaled"] and info["scaled_back"]
+    assert info["shortfall"] <= default_tol(2000) and err <= 1e-10
     assert float(np.maximum(s - T, 0).sum()) == info["shortfall"]
 
 
-def test_without_the_scaled_model_the_heavy_demand_row_stalls(monkeypatch):
-    """The same row with the unscaled transfers τ in the residual (the previous design): the
+def test_without_the_scaled_model_the_heavy_demand_row_stalls():
+    """The same row with τ in M (``scaled=False``, the design before the scaled model): the
     kernel stays pinned at the scaled-back one and full and damped steps stall at ~2.7e-2."""
+    p, q = _peaked(2000, 1)
+    qs, D, s, law = _cp_setup(p, q, 4)
+    _, _, _, plain = design(qs, 4, D, s, law, scaled=False)
+    _, _, _, damped = design(qs, 4, D, s, law, scaled=False, damped=True, max_iter=120)
+    _, _, _, scaled = design(qs, 4, D, s, law, scaled=True)
+    assert 1e-2 < plain["shortfall"] < 5e-2 and 1e-2 < damped["shortfall"] < 5e-2
+    assert not plain["scaled"] and scaled["scaled"] and scaled["shortfall"] <= default_tol(2000)
+
+
+def test_the_other_model_is_the_first_retry(monkeypatch):
+    """With scaled_transfers neutralised (τ returned) the first run stalls; the retries are the
+    unscaled run (the other model) and then the damped one, and all three are recorded."""
     p, q = _peaked(2000, 1)
     qs, D, s, law = _cp_setup(p, q, 4)
     monkeypatch.setattr(pieces, "scaled_transfers", lambda qs, n, E, x, y, tau, a, b: (tau, tau))
     _, _, _, info = design_or_retry(qs, 4, D, s, law)
-    assert 1e-2 < info["shortfall"] < 5e-2
+    retry = info["retry"]
+    runs = {retry["kept"]} | (set(retry) - {"kept"})  # the run kept and the others recorded
+    assert runs == {"first", "unscaled", "damped"} and 1e-2 < info["shortfall"] < 5e-2
 
 
 @pytest.mark.parametrize("law", ["conditional-poisson", "without"])
@@ -145,7 +159,8 @@ def test_the_retry_runs_where_the_first_design_stops_above_tolerance():
     _, _, _, first = design(qs, 3, D, s, law)
     assert first["shortfall"] > default_tol(1000) and not first["scaled_back"]
     _, T, err, info = design_or_retry(qs, 3, D, s, law)
-    assert info["retry"]["kept"] == "damped" and "scaled" not in info["retry"]
+    assert info["retry"]["kept"] == "damped"
+    assert "scaled" not in info["retry"] and "unscaled" not in info["retry"]  # nothing scaled
     assert info["retry"]["first"]["shortfall"] == first["shortfall"]
     assert info["shortfall"] < first["shortfall"] and info["shortfall"] <= default_tol(1000)
     assert err <= 1e-10 and float(np.maximum(s - T, 0).sum()) == info["shortfall"]

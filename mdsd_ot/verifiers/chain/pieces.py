@@ -55,8 +55,8 @@ from .relabel import QUANT, fifo_pairs
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
     "pair_masses", "design",
-    "default_tol", "design_or_retry", "scaled_transfers", "DAMPED_STEP", "DAMPED_ANDERSON",
-    "DAMPED_MAX_ITER",
+    "default_tol", "design_or_retry", "scaled_transfers", "AUTO_RATIO", "DAMPED_STEP",
+    "DAMPED_ANDERSON", "DAMPED_MAX_ITER",
 ]  # fmt: skip
 
 
@@ -311,6 +311,11 @@ LawFn = Callable[[PieceKernel], tuple[np.ndarray, float]]
 #: turns Anderson mixing on.
 DAMPED_STEP: float = 0.3
 DAMPED_ANDERSON: float = 1e-2
+#: ``design(..., scaled="auto")`` takes the scaled model when the first law's kernel asks a token
+#: for more than this multiple of its mass (``max_ratio``).  On the heavy-demand rows of §4.4 the
+#: first law asks 1.5-2 times; where it asks less than 1.1 times the unscaled steps converge as
+#: fast or faster (a token of tiny mass asked many times its mass only late in the iteration).
+AUTO_RATIO: float = 1.1
 #: Laws of the damped retry at most.
 DAMPED_MAX_ITER: int = 120
 
@@ -333,7 +338,7 @@ def design(
     rigid: np.ndarray | None = None,
     draws: np.ndarray | None = None,
     damped: bool = False,
-    scaled: bool = False,
+    scaled: bool | str = False,
 ) -> tuple[PieceKernel, np.ndarray, float, dict[str, Any]]:
     r"""A piece kernel whose exact law T dominates s up to :math:`\sum (s - T)^+`.
 
@@ -346,8 +351,8 @@ def design(
     :math:`10^{-10} + 10^{-15} V`, above the floating-point floor of the sum), when the best
     shortfall has not halved in 12 laws, or after ``max_iter`` laws.  Returns the best kernel, its
     law, the law's error bound and a record of the iterations (``iterations``, ``shortfall``,
-    ``history`` of the shortfalls, and ``scaled_back``: whether some law's kernel had pieces
-    scaled back).
+    ``history`` of the shortfalls, ``scaled_back``: whether some law's kernel had pieces
+    scaled back, and ``scaled``: whether the run used the scaled model).
 
     Parameters
     ----------
@@ -364,11 +369,12 @@ def design(
         larger), Anderson mixing only once the best shortfall is below :data:`DAMPED_ANDERSON`,
         and a stall window of 20 laws.  Slower, but it converges where the full steps oscillate
         (peaked rows whose heavy demand token must receive most of its mass; §4.4).
-    scaled : bool
-        The first retry of :func:`design_or_retry`: where a law's kernel had pieces scaled
-        back (``max_ratio > 1``), M takes the model's transfers of the scaled pieces
-        (:func:`scaled_transfers`) instead of τ, so a token pinned at its mass is seen to
-        deliver less than asked and its target moves (§4.4).
+    scaled : bool or "auto"
+        Where a law's kernel had pieces scaled back (``max_ratio > 1``), M takes the model's
+        transfers of the scaled pieces (:func:`scaled_transfers`) instead of τ, so a token
+        pinned at its mass is seen to deliver less than asked and its target moves (§4.4).
+        ``"auto"`` (what :func:`design_or_retry` runs first): the scaled model if the first
+        law's kernel had a token asked for more than :data:`AUTO_RATIO` times its mass.
     """
     V = len(qs)
     tol = default_tol(V) if tol is None else tol
@@ -398,6 +404,8 @@ def design(
         kern = build_pieces(qs, x, y, a, b, draws)
         T, err = law(kern)
         scaled_back = scaled_back or kern.info["max_ratio"] > 1.0
+        if scaled == "auto":  # the first law decides: the scaled model where it is pinned hard
+            scaled = kern.info["max_ratio"] > AUTO_RATIO
         short = float(np.maximum(s - T, 0.0).sum())
         history.append(short)
         if best is None or short < best[0]:
@@ -438,39 +446,44 @@ def design(
     assert best is not None
     short, kern, T, err, _ = best
     info = {"iterations": len(history), "shortfall": short, "history": history,
-            "scaled_back": scaled_back}  # fmt: skip
+            "scaled_back": scaled_back, "scaled": scaled is True}  # fmt: skip
     return kern, T, err, info
 
 
 def design_or_retry(
     qs: np.ndarray, n: int, D: np.ndarray, s: np.ndarray, law: LawFn, **kw: Any
 ) -> tuple[PieceKernel, np.ndarray, float, dict[str, Any]]:
-    r""":func:`design`, and where it stops above its tolerance, up to two retries from the same
-    start; the design with the smallest shortfall is returned (ties: the earlier one).
+    r""":func:`design` with ``scaled="auto"``, and where it stops above its tolerance, up to two
+    retries from the same start; the design with the smallest shortfall is returned (ties: the
+    earlier one).
 
-    1. ``first``: :func:`design` as asked;
-    2. ``scaled``: if some kernel of the first had pieces scaled back (``info["scaled_back"]``),
-       the same full steps with the model's account of those pieces (``scaled=True``,
-       :func:`scaled_transfers`);
-    3. ``damped``: only if the runs so far are above the tolerance, plain damped steps (``damped=True``, at
-       most :data:`DAMPED_MAX_ITER` laws).
+    1. ``first``: :func:`design` as asked, the scaled model chosen by the first law
+       (:data:`AUTO_RATIO`);
+    2. if some kernel of the first had pieces scaled back (``info["scaled_back"]``), the same
+       full steps with the other model: ``scaled`` (:func:`scaled_transfers`) or ``unscaled``
+       (τ in M);
+    3. ``damped``: only if the runs so far are above the tolerance, plain damped steps
+       (``damped=True``, unscaled, at most :data:`DAMPED_MAX_ITER` laws).
 
     ``info["retry"]`` names the run kept (``"kept"``) and records the shortfall and iterations
     of each other run under its name.  On peaked rows whose heaviest draft token (q = 0.8,
-    p = 0.6) is a demand token, the first design asks that token for up to twice its mass in
-    lifts and stalls at a few 1e-2 (n = 4, both laws); the scaled run converges there (V = 2,000
-    and 152,064; proofs/optimal_verifier.md §4.4).  Where the first design converges nothing
-    else runs, so those plans are unchanged.
+    p = 0.6) is a demand token the first law asks that token for up to twice its mass in lifts;
+    with τ in M the design then stalls at a few 1e-2 (n = 4, both laws), with the scaled model
+    it converges (V = 2,000 and 152,064; proofs/optimal_verifier.md §4.4).
     """
     runs: dict[str, tuple[PieceKernel, np.ndarray, float, dict[str, Any]]] = {}
-    runs["first"] = design(qs, n, D, s, law, **kw)
+    runs["first"] = design(qs, n, D, s, law, **dict({"scaled": "auto"}, **kw))
     tol = kw.get("tol") or default_tol(len(qs))
-    if runs["first"][3]["shortfall"] <= tol:
+    first = runs["first"][3]
+    if first["shortfall"] <= tol:
         return runs["first"]
-    if runs["first"][3]["scaled_back"]:  # otherwise the scaled run would repeat the first
-        runs["scaled"] = design(qs, n, D, s, law, **dict(kw, scaled=True))
+    if first["scaled_back"]:  # otherwise the other model would repeat the first run
+        other = not first["scaled"]
+        runs["scaled" if other else "unscaled"] = design(qs, n, D, s, law, **dict(kw, scaled=other))
     if min(r[3]["shortfall"] for r in runs.values()) > tol:
-        runs["damped"] = design(qs, n, D, s, law, **dict(kw, damped=True, max_iter=DAMPED_MAX_ITER))
+        runs["damped"] = design(
+            qs, n, D, s, law, **dict(kw, damped=True, max_iter=DAMPED_MAX_ITER, scaled=False)
+        )
     kept = min(runs, key=lambda k: runs[k][3]["shortfall"])  # ties: the earlier run
     kern, T, err, info = runs[kept]
     others = {
