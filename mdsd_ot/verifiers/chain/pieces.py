@@ -29,8 +29,10 @@ with :math:`h = q_x e_{n-2}(H_x)/e_n`, :math:`h' = q_y e_{n-2}(H_y \setminus x)/
 :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]/e_n` (:math:`H_j` = the first j slots).  This is only
 the *model*: :func:`design` computes the exact law of the kernel, corrects the targets by the
 model's error and repeats (a fixed point), and returns the kernel whose exact law is closest to
-dominating the sub-law s.  Losslessness never depends on the model: the verifier thins with the
-exact law (Lemma 0).
+dominating the sub-law s.  A token asked for more than its mass is scaled back to it; the
+model's error is then measured against what the model expects of the scaled pieces
+(:func:`scaled_transfers`), not against the transfer it asked for.  Losslessness never depends
+on the model: the verifier thins with the exact law (Lemma 0).
 
 Examples
 --------
