@@ -179,3 +179,23 @@ def test_no_retry_where_the_first_design_converges():
     p, q = synthetic_pair(2000, 1.0, np.random.default_rng(4), noise=1.0)
     plan = build_plan(p, q, 4, "cp-swap")
     assert "retry" not in plan.info and plan.info["shortfall"] <= default_tol(2000)
+
+
+def _cold_peaked_row():
+    """V = 300, T = 0.3, seed 5 (heaviest q 0.97), conditional Poisson n = 3: every run stops
+    above the tolerance, the scaled one at ε ≈ 7.3e-5 (proofs/optimal_verifier.md §4.4)."""
+    return synthetic_pair(300, 0.3, np.random.default_rng(5), noise=1.0)
+
+
+@pytest.mark.xfail(strict=True, reason="cold peaked row: the design stops at 7.3e-5, §4.4")
+def test_known_stall_cold_peaked_row():
+    p, q = _cold_peaked_row()
+    cert = ChainOptimal(drafts.ConditionalPoisson(q, 3)).certificate(p)
+    assert cert["eps"] <= 1e-6
+
+
+def test_known_stall_cold_peaked_row_stays_lossless_with_a_certified_bound():
+    p, q = _cold_peaked_row()
+    cert = ChainOptimal(drafts.ConditionalPoisson(q, 3)).certificate(p)
+    assert cert["retry"]["kept"] == "first" and 1e-5 < cert["eps"] < 1e-3  # reported, not hidden
+    assert cert["law_error"] <= 1e-10 and cert["acceptance"] <= cert["alpha_star"]
