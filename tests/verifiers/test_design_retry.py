@@ -63,7 +63,7 @@ def test_scaled_transfers_are_the_pure_transfer_where_nothing_is_scaled():
     y = np.array([10, 11, 20, 30])
     tau = np.full(4, 1e-4)
     a, b = pair_masses(qs, n, E, x, y, tau)
-    gain, loss = scaled_transfers(qs, n, E, x, y, tau, a, b)
+    gain, loss = scaled_transfers(qs, n, E, (x, y, tau), (a, b))
     assert np.array_equal(gain, tau) and np.array_equal(loss, tau)  # exact: τ itself
 
 
@@ -77,7 +77,7 @@ def test_scaled_transfers_follow_the_model_with_the_scaled_masses():
     a, b = pair_masses(qs, n, E, x, y, tau)
     big = a.copy()
     big[:2] *= 3 * qs[1] / (a[0] + a[1])  # slot 1's lifts: 3 q_1 in all
-    gain, loss = scaled_transfers(qs, n, E, x, y, tau, big, b)
+    gain, loss = scaled_transfers(qs, n, E, (x, y, tau), (big, b))
     sigma = (1 - 2.0**-40) / 3  # the scale of build_pieces
     h, hp, Iv, Jv = pair_coefficients(qs, n, E, x, y)
     a2, b2 = big * np.array([sigma, sigma, 1.0]), b  # y = 3, 4, 5 and x = 0 are not scaled
@@ -123,7 +123,7 @@ def test_the_other_model_is_the_first_retry(monkeypatch):
     unscaled run (the other model) and then the damped one, and all three are recorded."""
     p, q = _peaked(2000, 1)
     qs, D, s, law = _cp_setup(p, q, 4)
-    monkeypatch.setattr(pieces, "scaled_transfers", lambda qs, n, E, x, y, tau, a, b: (tau, tau))
+    monkeypatch.setattr(pieces, "scaled_transfers", lambda qs, n, E, pairs, m: (pairs[2],) * 2)
     _, _, _, info = design_or_retry(qs, 4, D, s, law)
     retry = info["retry"]
     runs = {retry["kept"]} | (set(retry) - {"kept"})  # the run kept and the others recorded

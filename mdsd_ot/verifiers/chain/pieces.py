@@ -249,18 +249,15 @@ def pair_masses(
     return a, b
 
 
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (x, y, τ) of the first-in first-out pairing
+
+
 def scaled_transfers(
-    qs: np.ndarray,
-    n: int,
-    E: list[np.ndarray],
-    x: np.ndarray,
-    y: np.ndarray,
-    tau: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
+    qs: np.ndarray, n: int, E: list[np.ndarray], pairs: Pairs, masses: tuple[np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""What the first-order model expects each pair to move once :func:`build_pieces` has scaled
-    back the tokens whose pieces exceed their mass: ``(gain of x, loss of y)`` per pair.
+    back the tokens whose pieces exceed their mass: ``(gain of x, loss of y)`` per pair of
+    ``pairs = (x, y, tau)``, whose masses (lift of x, drop of y) are ``masses = (a, b)``.
 
     A token whose lifts and drops add up to :math:`r > 1` times its mass keeps them scaled by
     :math:`1/r`.  With the scaled masses :math:`a' = a\,\sigma_x`, :math:`b' = b\,\sigma_y` the
@@ -281,13 +278,14 @@ def scaled_transfers(
     >>> E = cp_levels(qs, 2)
     >>> x, y, tau = np.array([0, 0]), np.array([2, 3]), np.array([0.05, 0.05])
     >>> a, b = pair_masses(qs, 2, E, x, y, tau)
-    >>> g, l = scaled_transfers(qs, 2, E, x, y, tau, a, b)
+    >>> g, l = scaled_transfers(qs, 2, E, (x, y, tau), (a, b))
     >>> bool(np.all(g == tau) and np.all(l == tau))  # nothing scaled back: the pure transfer
     True
-    >>> g, l = scaled_transfers(qs, 2, E, x, y, tau, 20 * a, b)
+    >>> g, l = scaled_transfers(qs, 2, E, (x, y, tau), (20 * a, b))
     >>> bool(np.all(g < 20 * tau))  # x's lifts scaled back to its mass: less than asked
     True
     """
+    (x, y, tau), (a, b) = pairs, masses
     V = len(qs)
     live = qs > 0
     ratio = np.divide(np.bincount(x, a, V) + np.bincount(y, b, V), qs, out=np.zeros(V), where=live)
@@ -421,7 +419,7 @@ def design(
             break
         moved = None
         if scaled and kern.info["max_ratio"] > 1.0:  # pieces scaled back: the model's own account
-            moved = scaled_transfers(qs, n, E, x, y, tau, a, b)
+            moved = scaled_transfers(qs, n, E, (x, y, tau), (a, b))
         if jit and moved is None:
             f = _cutjit.residual(D, s, T, t, live, x, y, tau)
         else:
