@@ -2,8 +2,8 @@
 
 The reference alpha bank (192 rational instances with exact α* computed independently of the
 package, kept in ``tests/data/alpha_bank.json`` with its provenance), seeded random vectors, the
-array backends of the solver tests with their (scheme, n) cases, a spy on torch's operators, and
-a probe of the order in which numpy's ``einsum`` sums.
+array backends of the solver tests with their (scheme, n) cases, a spy on torch's operators, a
+probe of the order in which numpy's ``einsum`` sums, and the G-test of a sample against p.
 """
 
 from __future__ import annotations
@@ -159,3 +159,24 @@ def einsum_in_order() -> bool:
         if got.dtype != ref.dtype or not np.array_equal(got, ref):
             return False
     return True
+
+
+def g_test_pvalue(out: np.ndarray, p: np.ndarray, min_expected: float = 20.0) -> float:
+    """p-value of the G-test of the sample ``out`` (token ids) against p: the tokens whose
+    expected count is at least ``min_expected`` one by one, the rest pooled in a tail bucket.
+    A token of probability 0 in the sample fails the test outright (an assertion)."""
+    from scipy.stats import chi2
+
+    N = len(out)
+    order = np.argsort(p)[::-1]
+    E = N * p[order]
+    k = max(1, int(np.sum(E >= min_expected)))
+    O = np.bincount(out, minlength=len(p))[order]
+    obs = np.r_[O[:k], O[k:].sum()]
+    exp = np.r_[E[:k], E[k:].sum()]
+    keep = exp > 0
+    assert obs[~keep].sum() == 0, "a token of probability 0 was output"
+    obs, exp = obs[keep], exp[keep]
+    nz = obs > 0
+    G = 2.0 * np.sum(obs[nz] * np.log(obs[nz] / exp[nz]))
+    return float(chi2.sf(G, max(len(obs) - 1, 1)))

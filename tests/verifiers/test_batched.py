@@ -14,7 +14,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from test_optimal_chain import _g_test
 
 from mdsd_ot import verifiers
 from mdsd_ot.drafts import ConditionalPoisson, WithoutReplacement, WithReplacement
@@ -34,6 +33,7 @@ from mdsd_ot.verifiers.chain.batched_draws import _selection_law
 from mdsd_ot.verifiers.chain.plan import build_plan
 from mdsd_ot.verifiers.chain.relabel import Kernel, kernel_law
 from mdsd_ot.verifiers.chain.rows import kernel_rows, selection_law_at
+from testkit import g_test_pvalue
 
 
 def _rows(rng, B, V, conc, zeros_q=False, zeros_p=False, ties=False, heavy=False, tiny=False):
@@ -142,7 +142,7 @@ def test_simulation(V, n):
     t = g.choice(V, size=(1, N, n), p=q)
     out, acc, plans = verify_rows(p[None], q[None], n, t, g, return_plans=True)
     assert out.shape == (1, N) and acc.shape == (1, N)
-    assert _g_test(out[0], p) > 1e-4
+    assert g_test_pvalue(out[0], p) > 1e-4
     a = alpha_star(p, q, n=n, scheme="with")
     assert abs(float(plans.alpha[0]) - a) <= 1e-12 and plans.law_error[0] <= 1e-8
     a_hat = float(acc.mean())
@@ -195,7 +195,7 @@ def test_torch_generator_and_sample_rows():
         assert isinstance(out, torch.Tensor) and out.dtype == torch.int64 and out.shape == (N,)
         assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
         assert torch.equal(acc, (t == out[:, None]).any(dim=1))
-        assert _g_test(out.numpy(), P[0]) > 1e-4, cls
+        assert g_test_pvalue(out.numpy(), P[0]) > 1e-4, cls
     v = verifiers.get("optimal", WithReplacement(Q[0], 2))  # the public entry delegates
     out, _ = v.sample_rows(torch.tensor(P), torch.tensor(Q), torch.tensor([[0, 1]]), 0)
     assert out.shape == (1,)
@@ -324,7 +324,7 @@ def test_cp2_simulation(V):
     N = 100_000
     t = sample_drafts(ConditionalPoisson(q, 2), g, N)[None]
     out, acc = verify_rows(p[None], q[None], 2, t, g, construction="cp2")
-    assert _g_test(out[0], p) > 1e-4
+    assert g_test_pvalue(out[0], p) > 1e-4
     a = alpha_star(p, q, n=2, scheme="conditional-poisson")
     assert abs(float(acc.mean()) - a) <= 4 * np.sqrt(a * (1 - a) / N)
 

@@ -14,7 +14,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy.stats import chi2
 
 from mdsd_ot import drafts, solve
 from mdsd_ot.synthetic import synthetic_pair
@@ -25,6 +24,7 @@ from mdsd_ot.verifiers.chain.exact import exact_plan
 from mdsd_ot.verifiers.chain.rows import selection_law_at
 from mdsd_ot.verifiers.chain.sample import draw_rows, sample_plan, sample_plans
 from mdsd_ot.verifiers.optimal import ReducedOptimal, default_method
+from testkit import g_test_pvalue
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
 EXACT = ("relabel", "cp2")
@@ -146,23 +146,6 @@ def test_numpy_plan_matches_fractions():
         assert np.max(np.abs(T - want)[big], initial=0.0) <= 1e-12, (trial, con, T, want)
 
 
-def _g_test(out: np.ndarray, p: np.ndarray, min_expected: float = 20.0) -> float:
-    """p-value of the G-test of the sample ``out`` against p: top tokens and a tail bucket."""
-    N = len(out)
-    order = np.argsort(p)[::-1]
-    E = N * p[order]
-    k = max(1, int(np.sum(E >= min_expected)))
-    O = np.bincount(out, minlength=len(p))[order]
-    obs = np.r_[O[:k], O[k:].sum()]
-    exp = np.r_[E[:k], E[k:].sum()]
-    keep = exp > 0
-    assert obs[~keep].sum() == 0, "a token of probability 0 was output"
-    obs, exp = obs[keep], exp[keep]
-    nz = obs > 0
-    G = 2.0 * np.sum(obs[nz] * np.log(obs[nz] / exp[nz]))
-    return float(chi2.sf(G, max(len(obs) - 1, 1)))
-
-
 def _draw_and_certify(p, law, size: int, seed) -> tuple[dict, float, float]:
     """``size`` draft tuples of ``law`` verified against p: the output passes the G-test;
     returns the certificate, the sampled acceptance and its standard error."""
@@ -170,7 +153,7 @@ def _draw_and_certify(p, law, size: int, seed) -> tuple[dict, float, float]:
     v = ChainOptimal(law)
     t = sample_drafts(law, g, size)
     out, acc = v.sample(p, t, g)
-    assert _g_test(out, p) > 1e-4
+    assert g_test_pvalue(out, p) > 1e-4
     a_hat = float(acc.mean())
     return v.certificate(p), a_hat, float(np.sqrt(max(a_hat * (1 - a_hat), 1e-12) / size))
 
@@ -198,7 +181,7 @@ def test_simulation_small_vocab_against_exact():
             g = np.random.default_rng([9, n, LAWS.index(cls)])
             t = sample_drafts(law, g, 100_000)
             out, acc = v.sample(p, t, g)
-            assert _g_test(out, p) > 1e-4
+            assert g_test_pvalue(out, p) > 1e-4
             se = np.sqrt(acc_exact * (1 - acc_exact) / len(acc)) + 1e-12
             assert abs(acc.mean() - acc_exact) <= 4 * se, (cls.__name__, n, acc.mean(), acc_exact)
 

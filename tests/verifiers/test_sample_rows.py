@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_optimal_chain import _g_test
 
 from mdsd_ot import fast, verifiers
 from mdsd_ot.drafts import ConditionalPoisson, Greedy, WithoutReplacement, WithReplacement
 from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal
 from mdsd_ot.verifiers.optimal import ReducedOptimal
+from testkit import g_test_pvalue
 
 #: (law class, n): every chain construction (relabel, cp2, cp-swap, seq2, seq-swap) at V = 200,
 #: where the default for the distinct-token laws is the chain verifier, not the reduced plan.
@@ -112,7 +112,7 @@ def test_k_tuples_host_route_is_lossless(cls, n):
     v = ChainOptimal(cls(Q[0], n))
     out, _ = v.sample_rows(P, Q, _tuples(cls, Q, n, k, 6), np.random.default_rng(7))
     for b in range(B):
-        assert _g_test(out[b], P[b]) > 1e-4, (cls.__name__, n, b)
+        assert g_test_pvalue(out[b], P[b]) > 1e-4, (cls.__name__, n, b)
 
 
 @pytest.mark.parametrize("method", [None, "reduced"])
@@ -134,7 +134,7 @@ def test_reduced_rows_are_optimal(cls, n, method):
     out, acc = v.sample_rows(P, Q, t, np.random.default_rng(12))
     assert out.shape == (B, k) and np.array_equal(acc, (t == out[..., None]).any(axis=-1))
     for b in range(B):
-        assert _g_test(out[b], P[b]) > 1e-4, b
+        assert g_test_pvalue(out[b], P[b]) > 1e-4, b
         a = float(fast.alpha_star(P[b], Q[b], n=n, scheme=cls(Q[b], n).fast_kernel))
         se = np.sqrt(a * (1 - a) / k)
         assert abs(acc[b].mean() - a) <= 4 * se + 1e-12, (b, acc[b].mean(), a)

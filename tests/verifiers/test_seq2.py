@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from test_optimal_chain import _draw_and_certify, _g_test, _instance, _rational
+from test_optimal_chain import _draw_and_certify, _instance, _rational
 
 from mdsd_ot import drafts, solve
 from mdsd_ot.fast import alpha_star
@@ -33,6 +33,7 @@ from mdsd_ot.verifiers.chain import seq2 as S
 from mdsd_ot.verifiers.chain import seq2_exact as SX
 from mdsd_ot.verifiers.chain.exact import exact_seq2_plan
 from mdsd_ot.verifiers.chain.sample import sample_plan
+from testkit import g_test_pvalue
 
 
 def _fr_vector(rng: np.random.Generator, V: int, conc: float) -> list[Fraction]:
@@ -262,7 +263,7 @@ def test_small_vocab_simulation_against_exact():
     g = np.random.default_rng(28)
     t = sample_drafts(law, g, 100_000)
     out, acc = v.sample(p, t, g)
-    assert _g_test(out, p) > 1e-4
+    assert g_test_pvalue(out, p) > 1e-4
     se = np.sqrt(acc_exact * (1 - acc_exact) / len(acc))
     assert abs(acc.mean() - acc_exact) <= 4 * se
 

@@ -28,6 +28,7 @@ from mdsd_ot.verifiers.chain.seqsingle import (
     single_tokens,
 )
 from mdsd_ot.verifiers.chain.swap import stream_draws
+from testkit import g_test_pvalue
 
 
 def _exact_law(qs: np.ndarray, n: int, kern, single) -> list[Fraction]:
@@ -182,20 +183,6 @@ def test_demo_rows_reach_alpha_star(n):
         assert cert["eps"] <= 1e-9 and cert["law_error"] <= 1e-8, (r, cert)
 
 
-def _g_pvalue(out: np.ndarray, p: np.ndarray) -> float:
-    """G-test of the outputs against p: tokens with expected count >= 5, the rest pooled."""
-    order = np.argsort(p)[::-1]
-    E = len(out) * p[order]
-    k = max(1, int(np.sum(E >= 5)))
-    O = np.bincount(out, minlength=len(p))[order]
-    obs, exp = np.r_[O[:k], O[k:].sum()], np.r_[E[:k], E[k:].sum()]
-    keep = exp > 0
-    assert obs[~keep].sum() == 0, "a token of probability 0 was output"
-    obs, exp = obs[keep], exp[keep]
-    nz = obs > 0
-    return float(chi2.sf(2.0 * np.sum(obs[nz] * np.log(obs[nz] / exp[nz])), max(len(obs) - 1, 1)))
-
-
 def _simulate_swap_h(V: int, T: float, n: int, size: int) -> None:
     from mdsd_ot.synthetic import synthetic_pair
     from mdsd_ot.verifiers._draws import sample_drafts
@@ -208,7 +195,7 @@ def _simulate_swap_h(V: int, T: float, n: int, size: int) -> None:
     assert 0 <= cert["eps"] <= 1e-9 and cert["law_error"] <= 1e-6, cert
     g = np.random.default_rng([V, n, 8])
     out, acc = v.sample(p, sample_drafts(law, g, size), g)
-    assert _g_pvalue(out, p) > 1e-4
+    assert g_test_pvalue(out, p, min_expected=5.0) > 1e-4
     a_hat = float(acc.mean())
     se = float(np.sqrt(max(a_hat * (1 - a_hat), 1e-12) / size))
     assert cert["acceptance"] - 4 * se <= a_hat <= cert["alpha_star"] + 4 * se, (a_hat, cert)
