@@ -38,8 +38,12 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    largest ε, the plan taken, the time of the 64 plans), and rows of the synthetic family whose
    heaviest draft token is set to q = 0.8 (p = 0.6) and the second to q = 0.1 (V = 2,000 seeds
    0-4, V = 152,064 seed 0; n = 3, 4; conditional Poisson and sequential): ε, the retries of
-   the design (``info["retry"]``: the run kept, first, scaled or damped, and the shortfall of
-   each other run), the laws of the run kept and the setup time.
+   the design (``info["retry"]``: the run kept, first, scaled, unscaled or damped, and the
+   shortfall of each other run), the laws of the run kept and the setup time; then two sweeps,
+   (c) 30 such rows at V = 2,000 (heaviest q 0.6 or 0.8, its p 0.3, 0.6 or 0.95, seeds 0-4)
+   (d) the synthetic family at T = 0.3 (V = 152,064; ``--quick``: 2,000; seeds 0-5) and (e) at
+   V = 300 (T = 0.3 and 0.5, seeds 0-11), each at n = 3 and 4 for both laws: rows with ε > 1e-6, the largest ε, the laws computed in all
+   (retries included) and the runs kept.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -347,17 +351,49 @@ def seq2_accuracy(sizes: tuple[int, ...], seeds: int) -> None:
                   f"{max(err):.1e}  setup median {np.median(ms):.1f} ms", flush=True)  # fmt: skip
 
 
-def _heavy_row(V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The synthetic row with its heaviest draft token at q = 0.8 (p = 0.6), the second at 0.1."""
+def _heavy_row(
+    V: int, seed: int, top: float = 0.8, p_top: float = 0.6
+) -> tuple[np.ndarray, np.ndarray]:
+    """The synthetic row with its heaviest draft token at q = ``top`` (p = ``p_top``), the second
+    at q = 0.1."""
     from mdsd_ot.synthetic import synthetic_pair
 
     p, q = synthetic_pair(V, 1.0, np.random.default_rng(seed), noise=1.0)
     i, j = np.argsort(q)[::-1][:2]
-    q = q * 0.1 / (q.sum() - q[i] - q[j])
-    q[i], q[j] = 0.8, 0.1
-    p = p * 0.4 / (p.sum() - p[i])
-    p[i] = 0.6
+    q = q * round(1.0 - top - 0.1, 12) / (q.sum() - q[i] - q[j])  # rounded: 0.1, not 0.1 - 2^-56
+    q[i], q[j] = top, 0.1
+    p = p * round(1.0 - p_top, 12) / (p.sum() - p[i])
+    p[i] = p_top
     return p / p.sum(), q / q.sum()
+
+
+def _laws(plan) -> int:
+    """Laws computed for a swap plan: its own run's and those of the retries it records."""
+    retry = plan.info.get("retry") or {}
+    rest = sum(v["iterations"] for k, v in retry.items() if k != "kept")
+    return int(plan.info.get("iterations") or 0) + rest
+
+
+def _sweep(rows, label: str) -> None:
+    """ε = α* − acceptance of cp-swap and seq-best (n = 3, 4) over ``rows``: how many are above
+    1e-6, the largest, the laws in all (retries included) and the runs kept."""
+    from collections import Counter
+
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.verifiers.chain import build_plan
+
+    for con, scheme in (("cp-swap", "conditional-poisson"), ("seq-best", "without")):
+        eps, laws, kept, t0 = [], 0, Counter(), time.perf_counter()
+        for p, q in rows:
+            for n in (3, 4):
+                plan = build_plan(p, q, n, con)
+                eps.append(max(0.0, float(alpha_star(p, q, n=n, scheme=scheme)) - plan.acceptance))
+                laws += _laws(plan)
+                kept[(plan.info.get("retry") or {}).get("kept", "no retry")] += 1
+        dt = time.perf_counter() - t0
+        print(f"  {label} {con:8s}: eps > 1e-6 on {sum(e > 1e-6 for e in eps)}/{len(eps)}, "
+              f"largest {max(eps):.1e}; {laws} laws; runs kept {dict(kept)}; {dt:.1f} s",
+              flush=True)  # fmt: skip
 
 
 def peaked(quick: bool) -> None:
@@ -406,6 +442,23 @@ def peaked(quick: bool) -> None:
                 print(f"  V={V:6d} seed {seed} n={n} {con:8s} ({plan.construction}): eps "
                       f"{eps:.1e}; {how}; {plan.info.get('iterations')} laws; {dt:.2f} s",
                       flush=True)  # fmt: skip
+    from mdsd_ot.synthetic import synthetic_pair
+
+    print("   (c) 30 rows at V = 2,000: heaviest q 0.6 or 0.8 with p 0.3, 0.6 or 0.95, the second")
+    print("       q 0.1, seeds 0-4 (n = 3 and 4: 60 plans per law)")
+    rows = [_heavy_row(2000, s, top, pt) for top in (0.6, 0.8) for pt in (0.3, 0.6, 0.95)
+            for s in range(5)]  # fmt: skip
+    _sweep(rows, "V=  2000")
+    V = 2000 if quick else V_BIG
+    print(
+        f"   (d) the synthetic family at T = 0.3 (the heaviest q up to 0.999), V = {V:,}, seeds 0-5"
+    )
+    rows = [synthetic_pair(V, 0.3, np.random.default_rng(s), noise=1.0) for s in range(6)]
+    _sweep(rows, f"V={V:6d}")
+    print("   (e) the synthetic family at V = 300, T = 0.3 and 0.5, seeds 0-11")
+    rows = [synthetic_pair(300, T, np.random.default_rng(s), noise=1.0) for T in (0.3, 0.5)
+            for s in range(12)]  # fmt: skip
+    _sweep(rows, "V=   300")
 
 
 def main() -> None:
