@@ -215,7 +215,7 @@ def phase2_capacity(counts: np.ndarray, fallback: np.ndarray, V: int) -> tuple[i
 
     :math:`c_{(1)} \ge c_{(2)} \ge \dots` the counts of the rows kept (:math:`c_{(B'+1)} = 0`);
     ties keep more rows.  One row (B = 1) is never sent (C ≤ V).  Only time depends on the
-    choice: both paths give the same α* (``tests/fast/test_bucket_capacity.py``).
+    choice: both paths give the same α* (``tests/fast/test_bucket.py``).
 
     Examples
     --------
