@@ -179,9 +179,10 @@ class ReducedOptimal(Verifier):
 
     def _sample(self, p, draft, t, g):
         key = (p.tobytes(), id(draft))
-        if key not in self._cache:
-            self._cache = {key: self._setup([float(x) for x in p], draft, False)}
-        f, w, res = self._cache[key]
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not draft:  # the law itself is held: its id is not reused
+            self._cache = {key: (draft, self._setup([float(x) for x in p], draft, False))}
+        f, w, res = self._cache[key][1]
         resv = np.asarray(res, dtype=np.float64)
         B = t.shape[0]
         u = g.random(B)
@@ -271,7 +272,7 @@ class Optimal(Verifier):
 
     def __init__(self, draft: DraftLaw | None = None, *, method: str | None = None):
         self.method = method
-        self._engines: dict[int, Verifier] = {}
+        self._engines: dict[int, tuple[DraftLaw, Verifier]] = {}
         super().__init__(draft)
 
     def bind(self, draft: DraftLaw) -> Optimal:
@@ -284,7 +285,8 @@ class Optimal(Verifier):
 
         draft = self._law(draft)
         key = id(draft)
-        if key not in self._engines:
+        hit = self._engines.get(key)
+        if hit is None or hit[0] is not draft:  # the law itself is held: its id is not reused
             method = self.method or default_method(draft)
             if method == "chain":
                 eng: Verifier = ChainOptimal(draft)
@@ -294,8 +296,8 @@ class Optimal(Verifier):
                 eng = SpecHubVerifier(draft)
             else:
                 eng = ReducedOptimal(draft, method=method)
-            self._engines = {key: eng}
-        return self._engines[key]
+            self._engines = {key: (draft, eng)}
+        return self._engines[key][1]
 
     def certificate(self, p: Any, draft: DraftLaw | None = None) -> dict[str, Any]:
         """Acceptance, α* and the certified shortfall ε of the chain construction (see

@@ -335,3 +335,17 @@ def test_pooled_plans_equal_owned_plans(construction, V):
     again = build_plan(p2, q2, n, construction, pooled=True)
     assert np.shares_memory(again.order, pooled.order)  # the pool, reused
     assert np.array_equal(owned.order, order)  # an owned plan keeps its own arrays
+
+
+def test_plan_cache_is_not_fooled_by_a_reused_id():
+    """acceptance(p, q, n) builds a temporary law per call; a cache keyed by id() alone handed
+    the next temporary (same id once the first is freed) the first law's plan."""
+    from mdsd_ot import verifiers
+    from mdsd_ot.drafts import WithReplacement
+    from mdsd_ot.fast import alpha_star
+
+    v = verifiers.get("optimal", WithReplacement([0.2, 0.3, 0.5], 2))
+    p = np.array([0.5, 0.3, 0.2])
+    for q in ([0.2, 0.3, 0.5], [0.6, 0.3, 0.1], [0.2, 0.3, 0.5]):
+        want = alpha_star(p, np.array(q), n=2, scheme="with")
+        assert abs(v.acceptance(p, q, 2) - want) <= 1e-12  # tolerance: float rounding

@@ -47,6 +47,14 @@ __all__ = ["sample_relabel_rows", "kernel_row"]
 _GRID = 2**53  #: uniforms are k / 2**53 (exactly representable; the sampler's resolution
 
 
+def _generator(rng: Any) -> Any:
+    """``rng`` as a generator, made once per call: a ``torch.Generator`` or numpy ``Generator``
+    as given, a seed (or None) as ``np.random.default_rng(rng)``."""
+    if isinstance(rng, np.random.Generator) or type(rng).__name__ == "Generator":
+        return rng
+    return np.random.default_rng(rng)
+
+
 def _uniforms(rng: Any, shape: tuple[int, ...], like: Any) -> Any:
     """Uniforms k / 2**53 on the device of ``like`` (a numpy Generator, a seed, or a
     ``torch.Generator``; a numpy generator's numbers are copied to the device)."""
@@ -216,6 +224,7 @@ def sample_relabel_rows(plans: RowPlans, t: Any, rng: Any = None) -> tuple[Any, 
     """
     xp = bk.namespace(plans.qs)
     B, V = plans.qs.shape
+    rng = _generator(rng)  # one stream for every draw below (a seed would restart it each time)
     single = t.ndim == 2
     T3 = t[:, None, :] if single else t
     k, n = T3.shape[1], T3.shape[2]

@@ -161,7 +161,7 @@ class ChainOptimal(Verifier):
     law_hint = "WithReplacement, WithoutReplacement or ConditionalPoisson"
 
     def __init__(self, draft: DraftLaw | None = None):
-        self._cache: dict[Any, Plan] = {}
+        self._cache: dict[Any, tuple[DraftLaw, Plan]] = {}
         super().__init__(draft)
 
     def defined_for(self, draft: DraftLaw) -> bool:
@@ -174,9 +174,10 @@ class ChainOptimal(Verifier):
         pv = V_.prob_vector(p, "p")
         V_.check_same_length(pv, draft.q, "p", "draft (its vocabulary)")
         key = (pv.tobytes(), id(draft))
-        if key not in self._cache:
-            self._cache = {key: build_plan(pv, draft.q, draft.n, construction_for(draft))}
-        return self._cache[key]
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not draft:  # the law itself is held: its id is not reused
+            self._cache = {key: (draft, build_plan(pv, draft.q, draft.n, construction_for(draft)))}
+        return self._cache[key][1]
 
     def certificate(self, p: Any, draft: DraftLaw | None = None) -> dict[str, Any]:
         r"""Acceptance, the law's α* (fast solver), ε = α* − acceptance and the law error bound.
