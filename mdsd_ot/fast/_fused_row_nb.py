@@ -106,6 +106,10 @@ def solve(
         for k in range(K):
             L[j + 1, k] = L[j, k] + Hs[k, b]
         SG[j + 1] = SG[j] + hc[j]
+    jdone = 0  # boundaries j >= jdone: no mass after them, f = 0 exactly (every token)
+    for j in range(nb):
+        if hpn[j] != 0.0 or qm[j] != 0.0:
+            jdone = j + 1
     delta = L[nb, 0] * scale
     hq0 = hmass[0] if h > 0 else 0.0
     UB = np.inf
@@ -120,7 +124,7 @@ def solve(
             for k in range(K):  # the row of L as a scratch, not a view (no reference count)
                 pt[k] = L[j, k]
             Qb[j] = q_at(law, n, QC[j], pt, SG[j], scale, delta, hq0, EA, Nt, e)
-        f = P[j] - Qb[j]
+        f = 0.0 if j >= jdone else P[j] - Qb[j]
         if f != f:
             return 1, 0.0, 0.0, 0, 0, 0, empty
         if f < UB:
@@ -190,7 +194,7 @@ def solve(
             pt[k] = L[b, k] + acc[k]
         sg += 1 if heavy else 0
         Qs = q_at(law, n, QC[b] + sc, pt, SG[b] + sg, scale, delta, hq0, EA, Nt, e)
-        f = (P[b] + ps_) - Qs
+        f = 0.0 if i == C - 1 and b + 1 >= jdone else (P[b] + ps_) - Qs
         if f != f:
             return 1, 0.0, 0.0, 0, 0, 0, empty
         if f < best:

@@ -149,7 +149,9 @@ def solve_row(
     C = srt.shape[0]
     if C:
         Qs, Bs = series_eval(ctx, pi_s[None], seg_s[None], lam_s[None], cnt_s[None], depth + C, np)
-        ms, cs, err_s, bad = k["finish"](P_s, Qs[0], Bs[0])
+        occ = np.flatnonzero((hpn != 0) | (qm != 0))  # no mass after the last one's bucket:
+        pin = bool(bs[-1] + 1 > (occ[-1] if occ.size else -1))  # f = 0 there (every token)
+        ms, cs, err_s, bad = k["finish"](P_s, Qs[0], Bs[0], pin)
         if bad:
             return None
         if ms < UB:

@@ -105,8 +105,12 @@ def survivors(
     e_2 = np.zeros((K + 1, 0))
     UB = np.inf
     jb = 0
+    jdone = 0  # boundaries j >= jdone: no mass after them, f = 0 exactly (every token)
+    for j in range(nb):
+        if hpn[j] != 0.0 or qm[j] != 0.0:
+            jdone = j + 1
     for j in range(nb + 1):
-        f = P[j] - Qb[j]
+        f = 0.0 if j >= jdone else P[j] - Qb[j]
         if f != f:
             return 1, 0.0, 0, e_i, e_i, e_f, e_2, e_i, e_f, e_i
         if f < UB:
@@ -206,14 +210,16 @@ def survivors(
 
 
 @jit
-def finish(P_s, Q_s, B_s):  # pragma: no cover - compiled
-    # min and first argmin of f = P - Q over the survivors, the largest bound; NaN: flagged
+def finish(P_s, Q_s, B_s, pin_last):  # pragma: no cover - compiled
+    # min and first argmin of f = P - Q over the survivors, the largest bound; NaN: flagged;
+    # pin_last: the last survivor's prefix holds every token with mass (f = 0 exactly)
     best = np.inf
     cs = -1
     err = 0.0
     bad = False
-    for i in range(P_s.shape[0]):
-        f = P_s[i] - Q_s[i]
+    C = P_s.shape[0]
+    for i in range(C):
+        f = 0.0 if pin_last and i == C - 1 else P_s[i] - Q_s[i]
         if f != f or B_s[i] != B_s[i]:
             bad = True
         if f < best:

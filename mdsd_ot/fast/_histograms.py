@@ -130,7 +130,9 @@ def histogram(ids: Any, w: Any, nbins: int | None) -> Any:
 
     numpy: one ``bincount`` over row-offset ids; torch: ``scatter_add_`` (no host
     synchronisation, no per-row loop).  ``nbins=None`` (numpy, one row): as many bins as the
-    largest id needs, no more (fewer fresh pages to touch than the full range).
+    largest id needs, no more (fewer fresh pages to touch than the full range).  The sums are
+    float64 on both (``bincount``'s dtype): float32 rows accumulated in float32 lose the mass
+    of a crowded bucket (p = q uniform, V = 150,000: α* 0.99907 instead of 1).
     """
     B = ids.shape[0]
     if is_numpy_array(w):
@@ -138,8 +140,10 @@ def histogram(ids: Any, w: Any, nbins: int | None) -> Any:
             return np.bincount(ids.reshape(-1), w.reshape(-1), nbins or 0)[None, :]
         flat = ids + (np.arange(B, dtype=ids.dtype) * nbins)[:, None]
         return np.bincount(flat.reshape(-1), w.reshape(-1), B * nbins).reshape(B, nbins)
-    out = w.new_zeros((B, nbins))
-    return out.scatter_add_(1, ids, w)
+    import torch
+
+    out = torch.zeros((B, nbins), dtype=torch.float64, device=ids.device)
+    return out.scatter_add_(1, ids, w.to(torch.float64))
 
 
 def count_histogram(ids: Any, nbins: int | None) -> Any:

@@ -545,6 +545,10 @@ def _phase1(
     Q_b, err_b = law.Q(ctx, L_b, seg_b, qc_b, lam_b, cnt_b, depth)
     err_b = xp.zeros_like(sq) + err_b
     f_b = P_b - Q_b
+    # a boundary after which no bucket holds mass ends at every token: P = Q = 1 exactly, where
+    # the rounded sums can miss 0 by 1e-12 (p = q uniform, V = 150,000: -2.6e-12)
+    done = _massless_after(Hp, qmass, xp)
+    f_b = xp.where(done, xp.zeros_like(f_b), f_b)
     UB = xp.min(f_b, axis=-1)
 
     id0 = shared["id0"]  # numpy, one row: the ids start at the smallest bucket
@@ -586,6 +590,7 @@ def _phase1(
         "p": p, "q": q, "sp": sp, "sq": sq, "ids": ids, "mask": mask,
         "P_b": P_b, "L_b": L_b, "seg_b": seg_b, "qc_b": qc_b, "lam_b": lam_b, "cnt_b": cnt_b,
         "f_b": f_b, "UB": UB, "LB": LB, "survive": survive, "err_b": err_b, "counts": counts,
+        "done": done,
         "fallback": fallback,
         "ctx": ctx, "b0": b0, "depth": depth, "run": run,
     }  # fmt: skip
@@ -625,6 +630,25 @@ def _continued(boundary: Any, bs: Any, x: Any, first: Any, xp: Any) -> Any:
     # within the depth + C that phase 2 counts (tests/fast/test_continued.py).  A parallel
     # scan (torch on a GPU) rounds B and C apart: 2 x its depth (~2 log2 C) instead of m.
     return (bk.take_rows(boundary, bs) - bk.take_rows(E, first)) + E[:, 1:]
+
+
+def _massless_after(Hp: Any, qmass: Any, xp: Any) -> Any:
+    """(B, nb + 1): True at the bucket boundaries j after which no bucket holds p or q mass
+    (there f = P - Q = 0 exactly: every token with mass is in the prefix)."""
+    occ = xp.astype((Hp != 0) | (qmass != 0), xp.int64)
+    return _suffix(occ, xp) == 0
+
+
+def _pin_full(f_s: Any, valid: Any, bs: Any, done: Any, xp: Any) -> Any:
+    """f = 0 at a row's last survivor when no bucket after its own holds mass (``done``): that
+    prefix holds every token with mass (P = Q = 1 exactly), as at the boundaries of ``done``.
+    Survivors are whole buckets, so the last one ends its bucket."""
+    nb = done.shape[-1] - 1
+    one = xp.ones_like(bs[:, :1])
+    jl = xp.maximum(xp.sum(xp.astype(valid, bs.dtype), axis=-1, keepdims=True) - one, 0 * one)
+    nxt = xp.minimum(bk.take_rows(bs, jl) + one, nb * one)
+    pin = bk.take_rows(done, nxt) & (bk.arange_like(bs, bs.shape[-1])[None, :] == jl) & valid
+    return xp.where(pin, xp.zeros_like(f_s), f_s)
 
 
 def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
@@ -687,6 +711,7 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
             cnt_s = _continued(st["cnt_b"], bs, xp.astype(qs > 0, xp.int64), first, xp)
         Q_s, err_s = law.Q(ctx, L_s, seg_s, qc_s, lam_s, cnt_s, st["depth"] + C)
         f_s = P_s - Q_s if full else xp.where(valid, P_s - Q_s, xp.full_like(P_s, float("inf")))
+        f_s = _pin_full(f_s, valid, bs, st["done"], xp)
         ms = xp.min(f_s, axis=-1)
         from_s = ms < UB
         best = xp.minimum(UB, ms)

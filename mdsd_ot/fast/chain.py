@@ -137,8 +137,9 @@ class Chain:
         (:func:`mdsd_ot.fast._fused.bucket_front`), which spare a read of q when the heavy
         tokens are found; None otherwise."""
         B = q.shape[0]
-        empty = xp.zeros((B, 0), dtype=xp.int64, device=getattr(q, "device", None))
-        hq = xp.zeros((B, 0), dtype=q.dtype)
+        dev = getattr(q, "device", None)
+        empty = xp.zeros((B, 0), dtype=xp.int64, device=dev)
+        hq = xp.zeros((B, 0), dtype=q.dtype, device=dev)
         return {"heavy": empty, "hq": hq, "scale": 1.0 / sq, "heavy_ties": False}
 
     def stats(self, q: Any, ctx: dict[str, Any], heavy_flags: Any = None) -> list[Any]:

@@ -242,11 +242,14 @@ def prefix_min(P: Any, Q: Any, return_set: bool) -> tuple[Any, Any]:
     r""":math:`\alpha^* = 1 + \min(0, \min_k [P_k - Q_k])` and the argmin k (0 = empty set).
 
     ``P`` and ``Q`` hold prefixes k = 1..V (``P`` is overwritten with ``P - Q``); the empty
-    prefix (value 0) is added here.  α* is clipped to [0, 1] (rounding can leave it a few ulps
+    prefix (value 0) is added here, and the full one is pinned to its exact value 0.  α* is clipped to [0, 1] (rounding can leave it a few ulps
     outside).  Returns ``(alpha, k)`` with ``k = None`` unless ``return_set``.
     """
     xp = bk.namespace(P)
     P -= Q
+    # H_V = every token: P = Q = 1 exactly (validated rows), where the rounded running sums
+    # can leave a few 1e-12 below 0 at large V (p = q uniform, V = 150,000: -2.6e-12)
+    P[..., -1] = 0.0
     m = xp.min(P, axis=-1)
     alpha = bk.clip(1.0 + xp.minimum(m, xp.zeros_like(m)), 0.0, 1.0)
     if not return_set:

@@ -313,7 +313,8 @@ def series_setup(
         for a in range(0, n - l):
             rho = xp.where(light, l * tau / delta_lo[:, a], xp.zeros_like(tau))
             tf = _tail_factor(K, a, rho, xp)  # (B,)
-            JK = J[:, a, K] / math.factorial(K)  # 0 where A_s has no a-subset: no tail there
+            JK = J[:, a, K] / float(math.factorial(K))  # 0 where A_s has no a-subset: no tail there
+            # (float: an int K! > 2**63 overflows torch's int64 scalar)
             tc = tc + JK * xp.where(JK > 0, (lk * tf)[:, None], xp.zeros_like(JK))
         tcoef.append(tc)
     scale = (gJ * 1.01)[:, None, None]

@@ -348,3 +348,52 @@ def test_a_crowded_row_does_not_widen_phase_2_for_the_batch(monkeypatch, nx64):
     assert as_[3] < 0.95  # the dense row's optimum lies inside its crowded bucket
     assert len(widths) == 1 and widths[0] < 1000, widths  # without the choice: >= 3,000
     assert sorted_rows[0] == 1  # the bucket path sorted one row (then the reference: all six)
+
+
+@pytest.mark.parametrize("kernel", ["with", "without", "conditional-poisson"])
+def test_a_flat_row_at_large_V_gives_alpha_one_on_both_paths(kernel, nx64):
+    """p = q uniform at V = 150,000 (one crowded bucket, α* = 1 exactly): the running sums end a
+    few 1e-12 away from 1, so the full prefix is pinned to f = 0 on both paths (the sort gave
+    1 - 2.6e-12 before) and every prefix after the last mass on the bucket path."""
+    V = 150_000
+    p = np.full((1, V), 1.0 / V)
+    (ab, _, _), (as_, _, _) = _both(nx64, p, p.copy(), 2, kernel, return_set=False)
+    assert ab[0] == 1.0 and as_[0] == 1.0, (ab[0], as_[0])
+
+
+def test_torch_float32_histograms_accumulate_in_float64():
+    """float32 rows: the bucket sums are float64 (numpy's bincount dtype).  Accumulated in
+    float32, a bucket of 150,000 equal masses lost 9e-4 of α* (0.99907 for 1); a row of ratios
+    over 600 octaves lost 4e-5, over FLOAT32_BOUND (1e-5)."""
+    torch = pytest.importorskip("torch")
+    import mdsd_ot.torch as mt
+    from mdsd_ot.fast import _histograms as hg
+
+    V = 150_000
+    ids = torch.zeros((1, V), dtype=torch.int64)
+    w = torch.full((1, V), 1.0 / V, dtype=torch.float32)
+    h = hg.histogram(ids, w, 3)
+    assert h.dtype == torch.float64 and abs(float(h[0, 0]) - float(w.double().sum())) <= 1e-12
+    p = torch.full((1, V), 1.0 / V, dtype=torch.float32)
+    for scheme in ("with", "without", "conditional-poisson"):
+        a = mt.alpha_star(p, p.clone(), n=2, scheme=scheme, path="bucket")
+        assert a.dtype == torch.float32 and abs(float(a[0]) - 1.0) <= mt.FLOAT32_BOUND, scheme
+    rng = np.random.default_rng(0)
+    q = rng.dirichlet(np.full(V, 0.5))
+    p = q * np.exp2(rng.uniform(-300, 300, V))
+    p /= p.sum()
+    ref = alpha_star(p, q, n=2, scheme="with", path="sort")
+    a = mt.alpha_star(torch.from_numpy(p).float(), torch.from_numpy(q).float(), n=2,
+                      scheme="with", path="bucket")  # fmt: skip
+    assert abs(float(a) - ref) <= mt.FLOAT32_BOUND, float(a) - ref
+
+
+def test_torch_series_at_large_n():
+    """without, n = 8 on torch: the series' tail term divided a tensor by the int 22!, which
+    overflows torch's int64 scalar (OverflowError on every path); now the numpy value."""
+    torch = pytest.importorskip("torch")
+    p, q = synthetic_pair(6000, 1.0, 2)
+    ref = alpha_star(p, q, n=8, scheme="without", path="sort")
+    for path in ("bucket", "sort"):
+        a = alpha_star(torch.from_numpy(p), torch.from_numpy(q), n=8, scheme="without", path=path)
+        assert abs(float(a) - ref) <= 1e-12, (path, float(a) - ref)

@@ -85,6 +85,51 @@ def test_core_has_no_host_sync(scheme, n):
     assert not spy.ops & SYNC_OPS, spy.ops & SYNC_OPS
 
 
+@pytest.fixture
+def second_device():
+    """A stand-in for a second device on a CPU-only machine: tensors made without ``device=``
+    land on ``meta`` while the inputs are on the CPU, so an operation mixing the two raises, as
+    CPU/CUDA mixing does on a GPU (the first GPU run met one: the empty heavy masses of the
+    with-replacement law were made on the default device)."""
+    torch.set_default_device("meta")
+    yield
+    torch.set_default_device(None)
+
+
+@pytest.mark.parametrize("path", ["bucket", "sort"])
+@pytest.mark.parametrize("scheme,n", [*SOLVER_CASES, ("without", 8), ("conditional-poisson", 4)])
+def test_every_tensor_on_the_input_device(scheme, n, path, second_device):
+    from mdsd_ot.synthetic import synthetic_batch
+
+    p, q = synthetic_batch(2, 6000, 0.7, 5)  # bucket path: phase 1 and survivors (V >= 4,096)
+    P, Q = torch.from_numpy(p), torch.from_numpy(q)
+    torch.set_default_device(None)
+    ref = mt.alpha_star(P, Q, n=n, scheme=scheme, path=path)
+    torch.set_default_device("meta")
+    for dtype in (torch.float64, torch.float32):
+        a, H = mt.alpha_star(P.to(dtype), Q.to(dtype), n=n, scheme=scheme, path=path,
+                             return_set=True)  # fmt: skip
+        assert a.device == P.device and H.device == P.device
+    assert torch.max(torch.abs(a.double() - ref)) <= mt.FLOAT32_BOUND
+
+
+@pytest.mark.parametrize("construction,n", [("relabel", 2), ("relabel", 4), ("cp2", 2)])
+def test_verify_rows_every_tensor_on_the_input_device(construction, n, second_device):
+    from mdsd_ot.drafts import ConditionalPoisson
+    from mdsd_ot.synthetic import synthetic_batch
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+
+    p, q = synthetic_batch(2, 6000, 1.0, 5)
+    t = np.stack([ConditionalPoisson(q[b], n).sample(np.random.default_rng(b), 64) for b in (0, 1)])
+    g = torch.Generator().manual_seed(0)
+    out, acc, plans = verify_rows(torch.from_numpy(p), torch.from_numpy(q), n, torch.from_numpy(t),
+                                  g, construction, return_plans=True)  # fmt: skip
+    assert out.device.type == acc.device.type == "cpu" and out.shape == (2, 64)
+    a = fast.alpha_star(p, q, n=n, scheme="with" if construction == "relabel" else
+                        "conditional-poisson")  # fmt: skip
+    assert np.max(np.abs(plans.alpha.cpu().numpy() - a)) <= 1e-12
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_matches_cpu():  # pragma: no cover - needs a GPU
     p, q = _edge_batch(seed=9)
