@@ -9,7 +9,8 @@ on a CPU it runs the same steps with ``time.perf_counter`` (``--device cpu``).
    the script stops (exit 1) before timing anything if one does not.
 2. **Timings**, with CUDA events, as ratios to ``torch.sort`` of the same (B, V) tensor of keys
    measured in the same rounds (median of per-round ratios): the public call
-   ``mdsd_ot.torch.alpha_star`` (validation included) on both routes, and the solver core
+   ``mdsd_ot.torch.alpha_star`` (validation included) on both routes and ``path="auto"`` (on
+   CUDA the sort for float32 closed-form laws, ``fast.solver.GPU_SORTED_DTYPES``), and the solver core
    ``solve_rows`` (validated rows).  Issue 14's GPU row: with replacement, n = 2, fp32,
    B = 1,024, V = 152,064: the bucket route <= 0.5x ``torch.sort``.
 3. **Host synchronisations**: the bucket route reads the host once (the survivor counts);
@@ -239,6 +240,9 @@ def main() -> int:
                 for scheme, n, target in CASES:
                     kernel = {"spechub": "greedy"}.get(scheme, scheme)
                     fns = {
+                        "auto": lambda s=scheme, n=n, P=P, Q=Q: mt.alpha_star(
+                            P, Q, n=n, scheme=s, path="auto"
+                        ),
                         "bucket": lambda s=scheme, n=n, P=P, Q=Q: mt.alpha_star(
                             P, Q, n=n, scheme=s, path="bucket"
                         ),
@@ -274,7 +278,8 @@ def main() -> int:
                         tgt = f" target {target:g}x {'ok' if r['bucket'][0] <= target else 'OVER'}"
                     results.append(row)
                     log(
-                        f"  {scheme:>20} n={n}: bucket {r['bucket'][0]:5.2f}x  sort "
+                        f"  {scheme:>20} n={n}: auto {r['auto'][0]:5.2f}x  "
+                        f"bucket {r['bucket'][0]:5.2f}x  sort "
                         f"{r['sort'][0]:5.2f}x  core sort {r['core sort'][0]:5.2f}x  "
                         f"(torch.sort {t_sort * 1e3:7.2f} ms){tgt}{extra}"
                     )

@@ -117,7 +117,7 @@ def _takes_buckets(p: Any, kernel: str, n: int, path: str) -> int | None:
     shape = getattr(p, "shape", None)
     if not isinstance(p, np.ndarray) or shape is None or len(shape) not in (1, 2) or n < 2:
         return None
-    if uses_buckets(kernel, shape[-1], path) and (len(shape) == 1 or shape[0] == 1):
+    if uses_buckets(kernel, shape[-1], path, n, p) and (len(shape) == 1 or shape[0] == 1):
         return chain_for(kernel, n).fused_sub_bits
     return None
 
@@ -168,7 +168,9 @@ def alpha_star(
     path : str
         ``"auto"`` (default): bucket-and-bound for with, without and conditional Poisson from
         :data:`mdsd_ot.fast.solver.BUCKET_MIN_V` tokens on (:mod:`mdsd_ot.fast.bucket`: no full
-        sort; the same α*), sorting below; ``"sort"`` or ``"bucket"`` force one route.
+        sort; the same α*), sorting below and for the float32 rows of the closed-form laws on a
+        CUDA device (:data:`mdsd_ot.fast.solver.GPU_SORTED_DTYPES`: a GPU sorts faster than
+        the bucket route's array operations); ``"sort"`` or ``"bucket"`` force one route.
 
     Returns
     -------

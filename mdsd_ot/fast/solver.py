@@ -30,6 +30,7 @@ __all__ = [
     "NUMPY_BLOCK",
     "PATHS",
     "BUCKET_MIN_V",
+    "GPU_SORTED_DTYPES",
     "solve_rows",
     "solve_rows_laws",
     "uses_buckets",
@@ -53,6 +54,14 @@ PATHS: tuple[str, ...] = ("auto", "sort", "bucket")
 
 #: ``path="auto"`` uses bucket-and-bound from this many tokens on (below, one sort is cheap).
 BUCKET_MIN_V: int = 4096
+
+#: ``path="auto"`` on a CUDA device: the dtypes whose closed-form laws (with, conditional
+#: Poisson, without n = 2) are sorted.  A GPU sorts 155 million float32 keys in 11 ms, and the
+#: bucket route's array operations cost more than the sort they spare there (H200, V = 152,064,
+#: B = 1,024: with n = 2, 2.32x ``torch.sort`` against 1.82x for the sort; B = 64: 7.2x against
+#: 3.2x; docs/fast.md "On a GPU"); float64 rows and the sequential series (n >= 3, 11.5x
+#: against 68x) keep the buckets.
+GPU_SORTED_DTYPES: tuple[str, ...] = ("float32",)
 
 
 def solve_rows(
@@ -122,11 +131,30 @@ def solve_rows(
     return _solve_block(p, q, n, kernel, return_set, sums, path, shared)
 
 
-def uses_buckets(kernel: str, V: int, path: str = "auto") -> bool:
-    """Whether :func:`solve_rows` takes the bucket-and-bound path for this kernel and V."""
+def uses_buckets(
+    kernel: str, V: int, path: str = "auto", n: int | None = None, like: Any = None
+) -> bool:
+    """Whether :func:`solve_rows` takes the bucket-and-bound path for this kernel and V.
+
+    ``like``: the rows (or None); ``path="auto"`` sorts the float32 rows of a CUDA device
+    (:data:`GPU_SORTED_DTYPES`) unless the law is the sequential series (``without``, n >= 3).
+
+    Examples
+    --------
+    >>> uses_buckets("with", 152_064), uses_buckets("with", 100), uses_buckets("greedy", 10**6)
+    (True, False, False)
+    """
     if kernel in CLOSED_FORMS or not supports(kernel):
         return False
-    return path == "bucket" or (path == "auto" and V >= BUCKET_MIN_V)
+    if path != "auto":
+        return path == "bucket"
+    if V < BUCKET_MIN_V:
+        return False
+    series = kernel == "without" and n is not None and n >= 3
+    device = getattr(getattr(like, "device", None), "type", None)
+    if device == "cuda" and not series:
+        return str(like.dtype).rsplit(".", 1)[-1] not in GPU_SORTED_DTYPES
+    return True
 
 
 def normalised(p: Any, q: Any, sums: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -139,7 +167,7 @@ def _solve_block(p, q, n, kernel, return_set, sums, path, shared=None):
     if closed is not None:
         alpha, H = closed(*normalised(p, q, sums), n, return_set)
         return alpha, H, 0.0
-    if uses_buckets(kernel, p.shape[-1], path):
+    if uses_buckets(kernel, p.shape[-1], path, n, p):
         return solve_bucketed(p, q, sums[0], sums[1], n, kernel, return_set, shared)
     return solve_sorted(*normalised(p, q, sums), n, kernel, return_set)
 
@@ -180,7 +208,7 @@ def solve_rows_laws(
             out[i] = closed(*normalised(p, q, sums), n, False)[0]
         else:
             pending.append(i)
-    bucketed = [i for i in pending if uses_buckets(routes[i][0], V, path)]
+    bucketed = [i for i in pending if uses_buckets(routes[i][0], V, path, routes[i][1], p)]
     if bucketed:
         shared = shared_buckets(p, q, shared)
         for i in bucketed:

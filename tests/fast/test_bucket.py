@@ -397,3 +397,26 @@ def test_torch_series_at_large_n():
     for path in ("bucket", "sort"):
         a = alpha_star(torch.from_numpy(p), torch.from_numpy(q), n=8, scheme="without", path=path)
         assert abs(float(a) - ref) <= 1e-12, (path, float(a) - ref)
+
+
+def test_auto_route_on_a_cuda_device():
+    """path="auto" on a CUDA device sorts the float32 rows of the closed-form laws (measured
+    faster there, docs/fast.md "On a GPU") and keeps the buckets for float64 and the series; a
+    CPU tensor and numpy keep the buckets from BUCKET_MIN_V on."""
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    V = solver.BUCKET_MIN_V
+
+    def like(device: str, dtype):
+        return SimpleNamespace(device=SimpleNamespace(type=device), dtype=dtype)
+
+    f32, f64 = like("cuda", torch.float32), like("cuda", torch.float64)
+    for kernel, n in (("with", 2), ("without", 2), ("conditional-poisson", 4)):
+        assert not solver.uses_buckets(kernel, V, "auto", n, f32), kernel
+        assert solver.uses_buckets(kernel, V, "auto", n, f64), kernel
+        assert solver.uses_buckets(kernel, V, "bucket", n, f32), kernel  # forced
+        assert solver.uses_buckets(kernel, V, "auto", n, like("cpu", torch.float32)), kernel
+        assert solver.uses_buckets(kernel, V, "auto", n, np.zeros((1, V))), kernel
+    assert solver.uses_buckets("without", V, "auto", 3, f32)  # the series: 11.5x against 68x
+    assert not solver.uses_buckets("with", V - 1, "auto", 2, f64)
