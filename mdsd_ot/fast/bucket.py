@@ -189,10 +189,15 @@ def solve_bucketed(
         a, h, e = solve_sorted(V_.normalise(p, sp), V_.normalise(q, sq), n, kernel, return_set)
         return a, h, xp.zeros_like(xp.astype(sq, xp.float64)) + e
     if slow.size:  # their survivors are not collected; the sort overwrites their results
-        keep = xp.asarray(~fallback, device=getattr(p, "device", None))
-        st["mask"] = st["mask"] & keep[:, None]
+        # one copy of the row numbers to the device, shared by every use below (each copy from
+        # host memory is a synchronisation on a GPU)
+        slow = xp.asarray(slow, device=getattr(p, "device", None))
+        if st["mask"] is not None:
+            keep = xp.ones((B,), dtype=xp.bool, device=getattr(p, "device", None))
+            keep[slow] = False
+            st["mask"] = st["mask"] & keep[:, None]
     alpha, H, err = _phase2(st, law, C, return_set, xp)
-    if slow.size:
+    if slow.shape[0]:
         Pn = _rows(p, slow, xp) / _rows(sp, slow, xp)[:, None]
         Qn = _rows(q, slow, xp) / _rows(sq, slow, xp)[:, None]
         a, h, e = solve_sorted(Pn, Qn, n, kernel, return_set)
@@ -293,20 +298,20 @@ def shared_buckets(p: Any, q: Any, shared: Any = None) -> dict[str, Any]:
     return shared if shared is not None else _shared(p, q)
 
 
-def _rows(x: Any, rows: np.ndarray, xp: Any) -> Any:
-    """Rows ``rows`` of an array (numpy or torch), or the value itself for non-arrays."""
+def _rows(x: Any, rows: Any, xp: Any) -> Any:
+    """Rows ``rows`` (an index array of x's library, on its device) of an array (numpy or
+    torch), or the value itself for non-arrays."""
     if not bk.is_array(x) or x.ndim == 0:
         return x
-    idx = xp.asarray(rows, device=getattr(x, "device", None))
-    return xp.take(x, idx, axis=0)
+    return xp.take(x, rows, axis=0)
 
 
 def _merge(alpha, H, err, rows, a, h, e, xp):
-    idx = xp.asarray(rows, device=getattr(alpha, "device", None))
+    """Results ``a``, ``h``, ``e`` of the rows ``rows`` (index array on the device) put back."""
     if bk.is_torch(alpha):
-        alpha = alpha.index_copy(0, idx, a.to(alpha.dtype))
-        err = err.index_copy(0, idx, e.to(err.dtype))
-        H = None if H is None else H.index_copy(0, idx, h)
+        alpha = alpha.index_copy(0, rows, a.to(alpha.dtype))
+        err = err.index_copy(0, rows, e.to(err.dtype))
+        H = None if H is None else H.index_copy(0, rows, h)
     else:
         alpha[rows] = a
         err[rows] = e
