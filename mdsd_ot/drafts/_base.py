@@ -382,6 +382,12 @@ class QLaw(DraftLaw):
     def __init__(self, q: Any, n: int):
         self._qv = Vector(q, "q")
         self.V = len(self._qv)
+        # positivity of the law's own numbers: a rational entry below the float range (1e-400)
+        # is positive although its float copy is 0.0
+        if self._qv.rational:
+            self._positive = np.array([v > 0 for v in self._qv.exact], dtype=bool).reshape(-1)
+        else:
+            self._positive = self._qv.float > 0
         self.n = V_.check_n(n)
         if self.fixed_n is not None and self.n != self.fixed_n:
             raise ValueError(
@@ -391,9 +397,10 @@ class QLaw(DraftLaw):
         self._check_support()
 
     def _check_support(self) -> None:
-        """Refuse a q the law is undefined for (distinct-token laws need n positive tokens)."""
+        """Refuse a q the law is undefined for (distinct-token laws need n positive tokens,
+        counted on the exact values of a rational q)."""
         if self.distinct:
-            V_.check_support(self.q, self.n, self.scheme)
+            V_.check_support(self._positive.astype(np.float64), self.n, self.scheme)
 
     @property
     def q(self) -> np.ndarray:
@@ -416,8 +423,25 @@ class QLaw(DraftLaw):
         return self.n * self.V
 
     def support(self) -> np.ndarray:
-        """The tokens with q > 0 (int64, ascending)."""
-        return np.flatnonzero(self.q > 0)
+        """The tokens with q > 0 (int64, ascending); for a law built from rationals judged on
+        the exact values (an entry of 1e-400, 0.0 as a float, is in the support)."""
+        return np.flatnonzero(self._positive)
+
+    def support_mask(self) -> np.ndarray:
+        """(V,) bool: which tokens a draft of this law can be (q > 0, judged as
+        :meth:`support`); a copy.
+
+        Examples
+        --------
+        >>> from mdsd_ot.drafts import WithReplacement
+        >>> WithReplacement(["1/2", "1/2", "0"], 2).support_mask().tolist()
+        [True, True, False]
+        """
+        return self._positive.copy()
+
+    def support_count(self) -> int:
+        """The number of tokens with q > 0 (judged as :meth:`support`)."""
+        return int(np.count_nonzero(self._positive))
 
     @classmethod
     def random(cls, rng, V, n, *, denom=12, zeros=False):

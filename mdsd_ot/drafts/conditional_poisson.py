@@ -104,7 +104,7 @@ class ConditionalPoisson(QLaw):
             yield t, math.prod((qv[i] for i in t), start=one(exact)) / (en * nf)
 
     def support_size_bound(self):
-        return math.perm(int(np.count_nonzero(self.q)), self.n)
+        return math.perm(self.support_count(), self.n)
 
     def sample(self, rng, size):
         """``size`` tuples: the set by the suffix-e_m chain (exact), then a uniform order."""
@@ -115,7 +115,7 @@ class ConditionalPoisson(QLaw):
 
     # -- set and tuple weights ---------------------------------------------------------------
     def set_count_bound(self):
-        return math.comb(int(np.count_nonzero(self.q)), self.n)
+        return math.comb(self.support_count(), self.n)
 
     def set_weight_work(self) -> int:
         """Terms of :meth:`set_weight_table`: C(m, n) sets × n factors."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,15 @@ def greedy_top(q: np.ndarray, k: int) -> tuple[int, ...]:
     --------
     >>> greedy_top(np.array([0.2, 0.4, 0.4]), 2)
     (1, 2)
+
+    Exact numbers (a sequence of Fractions) are compared exactly, not by their floats:
+
+    >>> from fractions import Fraction as Fr
+    >>> greedy_top([Fr(1, 2) - Fr(1, 10**400), Fr(1, 2), Fr(1, 10**400)], 1)
+    (1,)
     """
+    if not isinstance(q, np.ndarray) and any(isinstance(v, Fraction) for v in q):
+        return tuple(sorted(range(len(q)), key=lambda i: (-q[i], i))[:k])
     order = np.lexsort((np.arange(len(q)), -np.asarray(q, dtype=np.float64)))
     return tuple(int(i) for i in order[:k])
 
@@ -68,8 +77,8 @@ class Greedy(QLaw):
 
     def _check_support(self) -> None:
         """The last draft needs positive mass outside T (however small)."""
-        self.T = greedy_top(self.q, self.n - 1)
-        if self.n - 1 >= self.V or not (self._rest(False) > 0):
+        self.T = greedy_top(self.qvals(self.rational), self.n - 1)  # exact order if rational
+        if self.n - 1 >= self.V or not (self._rest(self.rational) > 0):
             raise ValueError(
                 f"q: the greedy scheme with n={self.n} needs positive mass outside its top "
                 f"{self.n - 1} token(s); use a smaller n or a q with more support"
@@ -166,8 +175,8 @@ class SpecHub(QLaw):
 
     def _check_support(self) -> None:
         """The second draft needs positive mass outside the top token a."""
-        self.a = greedy_top(self.q, 1)[0]
-        if not (self._rest(False) > 0):
+        self.a = greedy_top(self.qvals(self.rational), 1)[0]  # exact order if rational
+        if not (self._rest(self.rational) > 0):
             raise ValueError(
                 "q: SpecHub needs positive mass outside its top token; q is a point mass"
             )

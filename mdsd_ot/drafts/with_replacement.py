@@ -61,7 +61,7 @@ class WithReplacement(QLaw):
             yield t, math.prod((qv[i] for i in t), start=one(exact))
 
     def support_size_bound(self):
-        return int(np.count_nonzero(self.q)) ** self.n
+        return self.support_count() ** self.n
 
     def sample(self, rng, size):
         """``size`` tuples of n i.i.d. draws (inverse CDF: O(size·n·log V) time, O(size·n) memory)."""
@@ -71,10 +71,10 @@ class WithReplacement(QLaw):
 
     # -- set and tuple weights ---------------------------------------------------------------
     def _sizes(self) -> range:
-        return range(1, min(self.n, int(np.count_nonzero(self.q))) + 1)
+        return range(1, min(self.n, self.support_count()) + 1)
 
     def set_count_bound(self):
-        return count_sets(int(np.count_nonzero(self.q)), self._sizes())
+        return count_sets(self.support_count(), self._sizes())
 
     def _route(self, k: int, exact: bool) -> str:
         """Compositions (C(n−1, k−1) terms) or the covering DP (n·k·2^k), whichever is cheaper;
@@ -88,7 +88,7 @@ class WithReplacement(QLaw):
     def set_weight_work(self) -> int:
         """Terms summed by :meth:`set_weight_table`: per set of size k, the cheaper of
         C(n−1, k−1) compositions × k and the covering DP's n·k·2^k."""
-        m = int(np.count_nonzero(self.q))
+        m = self.support_count()
         return sum(
             math.comb(m, k) * min(math.comb(self.n - 1, k - 1) * k, self.n * k * 2**k)
             for k in self._sizes()

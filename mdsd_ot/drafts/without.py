@@ -213,7 +213,7 @@ class WithoutReplacement(QLaw):
         yield from zip(perms, w.tolist(), strict=True)
 
     def support_size_bound(self):
-        return math.perm(int(np.count_nonzero(self.q)), self.n)
+        return math.perm(self.support_count(), self.n)
 
     def sample(self, rng, size):
         """``size`` sequential tuples: each draw is an inverse-CDF draw from q with the earlier
@@ -229,12 +229,12 @@ class WithoutReplacement(QLaw):
     def q_eval_work(self) -> int:
         """An upper bound on the steps of one Q(H): every drawn set of size < n inside H, times
         2V (the recursion's cost before its last level was closed; kept as the guards' unit)."""
-        m = int(np.count_nonzero(self.q))
+        m = self.support_count()
         return sum(math.comb(m, k) for k in range(self.n)) * 2 * self.V
 
     # -- set and tuple weights ---------------------------------------------------------------
     def set_count_bound(self):
-        return math.comb(int(np.count_nonzero(self.q)), self.n)
+        return math.comb(self.support_count(), self.n)
 
     def set_weight_work(self) -> int:
         """Terms summed by :meth:`set_weight_table`: C(m, n) sets × n! orders × n factors."""

@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from ..drafts import DraftLaw
 from ._base import Verifier, add, inverse_cdf, zero_of
 
@@ -301,10 +302,16 @@ class Optimal(Verifier):
 
     def certificate(self, p: Any, draft: DraftLaw | None = None) -> dict[str, Any]:
         """Acceptance, α* and the certified shortfall ε of the chain construction (see
-        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.certificate`); exact methods report ε = 0."""
+        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.certificate`); exact methods report ε = 0.
+
+        ``p`` is validated for every engine (a ValueError names ``p``, e.g. for a NaN entry or a
+        length other than the law's vocabulary).
+        """
         eng = self.engine(draft)
         if hasattr(eng, "certificate"):
             return eng.certificate(p)
+        pv = V_.prob_vector(p, "p")
+        V_.check_same_length(np.empty(self._law(draft).V), pv, "draft (its vocabulary)", "p")
         return {"construction": self.method or default_method(self._law(draft)), "eps": 0.0,
                 "exact_optimum": True}  # fmt: skip
 
@@ -392,6 +399,8 @@ class Optimal(Verifier):
         return "closed-form" if eng.has_closed_form(n) else None
 
     def acceptance(self, p: Any, q: Any, n: int) -> float:
+        """The engine's acceptance (closed form or certified, :meth:`acceptance_kind`); the
+        inputs are validated before any NotImplementedError."""
         if self.draft is None:
-            raise self._no_closed_form(n)
+            self._pq(p, q, n)  # validates, then raises NotImplementedError (no law bound)
         return self.engine().acceptance(p, q, n)

@@ -76,6 +76,28 @@ def _check_tokens(t: Any, B: int, V: int, n: int) -> Any:
     return t
 
 
+def _check_drafted(Q: Any, t: Any) -> None:
+    """Refuse a drafted token whose row's q is 0 (it is never drafted): one gather and one host
+    synchronisation on the rows' device; only a bad input is copied to the host, for the
+    message (:func:`~mdsd_ot.verifiers._base.check_drafted_tokens`)."""
+    from .. import _base
+
+    if not (t.size if bk.is_numpy_array(t) else t.numel()):
+        return
+    xp = bk.namespace(Q)
+    idx = xp.reshape(t, (t.shape[0], -1))
+    if bk.is_torch(Q):
+        import torch
+
+        qt = torch.gather(Q, 1, idx)
+    else:
+        qt = xp.take_along_axis(Q, idx, axis=1)
+    if bool(xp.any(qt <= 0)):
+        from ... import _validate as V_
+
+        _base.check_drafted_tokens(V_._host(t), Q=V_._host(Q), qname="Q")
+
+
 #: The constructions of this module and the fast kernel (law) each one verifies.
 CONSTRUCTIONS: dict[str, str] = {"relabel": "with", "cp2": "conditional-poisson"}
 
@@ -97,7 +119,8 @@ def verify_rows(
     the token range), renormalises the rows, computes in float64 (float32 input is cast, so
     the law error stays that of :func:`~.batched_plans.law_error_bound`), builds the plans of
     all rows with one sort each and verifies ``draft_tokens`` ((B, n) or (B, k, n); for
-    ``cp2`` two distinct tokens per tuple, a repeat is refused).  Returns the
+    ``cp2`` two distinct tokens per tuple, a repeat is refused; a token whose row's q is 0 is
+    refused, one more host synchronisation).  Returns the
     output tokens and the accepted flags, on the input's device; with ``return_plans=True`` also
     the :class:`~.batched_plans.RowPlans` (``alpha``: each row's α*, the acceptance of the
     verifier; ``law_error``: its bound).
@@ -145,6 +168,7 @@ def verify_rows(
         from .._base import check_distinct_tokens
 
         check_distinct_tokens(t, "ConditionalPoisson")
+    _check_drafted(Q2, t)
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
     out, accepted = sample_relabel_rows(plans, t, rng)
     return (out, accepted, plans) if return_plans else (out, accepted)

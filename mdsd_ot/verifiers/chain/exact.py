@@ -85,7 +85,7 @@ def _law_of_rows(qs: list, d: list, rows: list) -> list:
 def _relabel_rows(qs: list, n: int, t: list) -> tuple[list, list]:
     d = slot_rates_list(qs, n)
     D = [a * b for a, b in zip(qs, d, strict=True)]
-    rows = relabel_list(qs, d, fifo_pairs_list(D, t, [x > 0 for x in qs]))
+    rows = relabel_list(qs, d, fifo_pairs_list(D, t, [x > 0 for x in qs]), n)
     return rows, _law_of_rows(qs, d, rows)
 
 
@@ -99,11 +99,19 @@ def _cp2_rows(qs: list, gap: list, two_e2: Any) -> tuple[list, list, bool]:
     dem = [max(zero, g) for g in gap]
     D = [zero] * len(qs)  # fifo_pairs_list works on (D, t): use D = sup, t = dem
     pairs = fifo_pairs_list([a + b for a, b in zip(D, sup, strict=True)], dem, live)
-    rows = relabel_list(qs, d, pairs)
+    rows = relabel_list(qs, d, pairs, 2)  # d: the slot rates of n = 2
     rho = [g / qs[k] + d[k] if qs[k] > 0 else None for k, g in enumerate(gap)]
     fits = all(d[y] >= rho[x] and d[x] <= rho[y] for x, y, _ in pairs)  # as plan._fits
+
+    def pair_rate(i: int, j: int) -> Any:  # 2 cm_j + q_j - q_i, no cancellation for j >= i
+        if j == i:
+            return 2 * cm[i]
+        if j > i:  # 2 (q_{i+1} + .. + q_{j-1}) + 2 cm_i + q_i + q_j, every term >= 0
+            return 2 * sum(qs[i + 1 : j], zero) + 2 * cm[i] + qs[i] + qs[j]
+        return 2 * cm[j] + qs[j] - qs[i]
+
     T = [
-        qs[i] * sum((a * (2 * cm[j] + qs[j] - qs[i]) for j, a in rows[i].items()), zero) / two_e2
+        qs[i] * sum((a * pair_rate(i, j) for j, a in rows[i].items()), zero) / two_e2
         for i in range(len(qs))
     ]
     return rows, T, fits
@@ -200,39 +208,64 @@ def _pieces_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
 
     ``cp-swap``: each drafted token picks one piece, :math:`\Pr[\max \le c] = \prod_i b_i(c)`.
     ``seq-swap``: every draw of the stopped stream picks a piece; with
-    :math:`w_m = q(x_1..x_m)` and the geometric numbers of repeats,
+    :math:`r_m = \sum_{v \notin \{x_1..x_m\}} q_v` (:math:`= T - w_m`,
+    :math:`w_m = q(x_1..x_m)`) and the geometric numbers of repeats
+    (:func:`~mdsd_ot.verifiers.chain.sample.stream_select` has the proof),
 
     .. math:: \Pr[\max \le c \mid \bar x] = \prod_{i=1}^n b_i(c)
-              \prod_{m=1}^{n-1} \frac{T - w_m}{T - \sum_{i \le m} q(x_i)\, \tilde b_i(c)} ,
+              \prod_{m=1}^{n-1} \frac{r_m}{r_m + \sum_{i \le m} q(x_i)\,(1 - \tilde b_i(c))} ,
 
     :math:`\tilde b_i = b_i`, except :math:`\tilde b_i = 1` for a token of ``plan.single``
-    (``seq-swap-h``: its one pick is below c, so are its repeats).
+    (``seq-swap-h``: its one pick is below c, so are its repeats).  Written with the unseen mass
+    :math:`r_m` (summed directly) and the tails :math:`1 - b_i` (summed from the top), every
+    factor is a ratio of non-negative sums: in floats there is no cancellation (the form
+    :math:`(T - w_m)/(T - \sum q\, \tilde b)` divided 0 by 0 where :math:`q(x_1) = T` in
+    floats, e.g. q entries of 1e-30 beside 1); in Fractions the two forms are equal.
     """
     zero = plan.q[0] - plan.q[0]
     one = zero + 1
-    total = sum(plan.q, zero)
     n = len(tup)
     events = sorted(
         (lev, i, pr) for i, x in enumerate(tup) for lev, pr in plan.rows[plan.rank[x]].items()
     )
     b = [zero] * n
+    # tails[i][j]: the probability of the pieces of x_i above its j-th piece (summed from the top)
+    mine = [[pr for lev, i2, pr in events if i2 == i] for i in range(n)]
+    tails = []
+    for prs in mine:
+        tl = [zero] * len(prs)
+        acc = zero
+        for j in range(len(prs) - 1, -1, -1):
+            tl[j] = acc
+            acc = acc + prs[j]
+        tails.append(tl)
+    ub = [tl[0] + prs[0] if prs else one for tl, prs in zip(tails, mine, strict=True)]
+    seen = [0] * n
+    stream = plan.construction in ("seq-swap", "seq-swap-h")
+    rest = []  # r_m, m = 1..n-1: the masses outside x_1..x_m, summed directly
+    if stream:
+        for m in range(1, n):
+            drafted = set(tup[:m])
+            rest.append(sum((v for j, v in enumerate(plan.q) if j not in drafted), zero))
 
     def G() -> Any:
         out = one
         for v in b:
             out = out * v
-        if plan.construction in ("seq-swap", "seq-swap-h"):
-            w = wb = zero
+        if stream:
+            over = zero
             for m in range(n - 1):
-                bm = one if tup[m] in plan.single else b[m]
-                w, wb = w + plan.q[tup[m]], wb + plan.q[tup[m]] * bm
-                out = out * (total - w) / (total - wb)
+                if tup[m] not in plan.single:
+                    over = over + plan.q[tup[m]] * ub[m]
+                out = out * rest[m] / (rest[m] + over)
         return out
 
     out: dict[int, Any] = {}
     prev = G()
     for _, i, pr in events:
         b[i] = b[i] + pr
+        ub[i] = tails[i][seen[i]]
+        seen[i] += 1
         cur = G()
         if cur != prev:
             out[tup[i]] = out.get(tup[i], zero) + (cur - prev)

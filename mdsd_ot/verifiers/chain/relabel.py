@@ -48,6 +48,7 @@ import numpy as np
 
 __all__ = [
     "QUANT",
+    "rate_gap_list",
     "Kernel",
     "slot_rates",
     "rates_from_cum",
@@ -250,12 +251,49 @@ def fifo_pairs_list(D: list, t: list, live: list) -> list[tuple[int, int, Any]]:
     return pairs
 
 
-def relabel_list(qs: list, d: list, pairs: list) -> list[dict[int, Any]]:
-    """The kernel rows ``A[i] = {slot: prob}`` (own slot included), exact for Fractions."""
+def rate_gap_list(qs: list, n: int, x: int, y: int) -> Any:
+    r""":math:`d_y - d_x` of :func:`slot_rates_list` (x < y) as a sum of non-negative terms.
+
+    With :math:`a = c_y, a' = c_x, b = c_{y-1}, b' = c_{x-1}` (cumulative q),
+    :math:`d_y - d_x = \sum_{l<n} (a^l - a'^l) b^{n-1-l} + a'^l (b^{n-1-l} - b'^{n-1-l})` and
+    :math:`a^l - a'^l = (a - a') \sum_{i<l} a^i a'^{l-1-i}`, where :math:`a - a'` and
+    :math:`b - b'` are the masses between the slots, summed directly.  Equal to the difference
+    in Fractions; in floats it keeps its relative accuracy where the difference cancels (masses
+    of 1e-21 beside 1 made it 0.0, and the pair's rate 1/0).
+    """
+    zero = qs[0] - qs[0]
+    a = b = ap = bp = zero
+    for j, v in enumerate(qs[: y + 1]):
+        a = a + v
+        if j < y:
+            b = b + v
+        if j <= x:
+            ap = ap + v
+        if j < x:
+            bp = bp + v
+    da = sum((qs[j] for j in range(x + 1, y + 1)), zero)
+    db = sum((qs[j] for j in range(x, y)), zero)
+
+    def pw_gap(hi: Any, lo: Any, gap: Any, k: int) -> Any:
+        return gap * sum((hi**i * lo ** (k - 1 - i) for i in range(k)), zero)
+
+    return sum(
+        (pw_gap(a, ap, da, l) * b ** (n - 1 - l) + ap**l * pw_gap(b, bp, db, n - 1 - l)
+         for l in range(n)),
+        zero,
+    )  # fmt: skip
+
+
+def relabel_list(qs: list, d: list, pairs: list, n: int | None = None) -> list[dict[int, Any]]:
+    """The kernel rows ``A[i] = {slot: prob}`` (own slot included), exact for Fractions.
+
+    With ``n`` (``d`` = :func:`slot_rates_list` of ``qs`` and n) the rate gap of a pair is
+    :func:`rate_gap_list` (cancellation-free), else ``d[y] - d[x]``.
+    """
     V = len(qs)
     rows: list[dict[int, Any]] = [{} for _ in range(V)]
     for x, y, tau in pairs:
-        m = tau / (d[y] - d[x])
+        m = tau / (d[y] - d[x] if n is None else rate_gap_list(qs, n, x, y))
         rows[x][y] = rows[x].get(y, 0) + m / qs[x]
         rows[y][x] = rows[y].get(x, 0) + m / qs[y]
     for k in range(V):

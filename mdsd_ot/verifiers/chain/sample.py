@@ -10,15 +10,17 @@ For a batch of draft tuples ``t`` (B, n) drawn from the plan's law:
 4. it is output w.p. ``accept[token]``; otherwise a token is drawn from the residual law.
 
 The swap constructions (piece kernels) replace 2-3: each drafted token picks one piece
-(``cp-swap``), or, for ``seq-swap``, the stopped stream is resampled (:func:`stream_counts`: the
-number of draws of every draft until the n-th new value) and every draw picks a piece (for
-``seq-swap-h`` the tokens of ``plan.single`` pick once); the draft with the highest piece is
-selected (levels are distinct: no ties).  ``seq2`` (two sequential
+(``cp-swap``), or, for ``seq-swap``, every draw of the stopped stream picks a piece (for
+``seq-swap-h`` the tokens of ``plan.single`` pick once) and the highest piece over all draws is
+drawn in one step from its distribution function given the drafts (:func:`stream_select`: the
+generating function of the stream's counts, :func:`stream_counts`, in closed form); the draft
+with the highest piece is selected (levels are distinct: no ties).  ``seq2`` (two sequential
 drafts) relabels the first draft with its kernel A1 and the second with A2 (the tuple's order
 matters), each to a level of :class:`~.seq2_kernel.Seq2Kernel`; the higher level
 wins, a tie is a fair coin.
 
-Cost O(n log(max entries per slot)) per tuple after the plan is built.
+Cost O(n log(max entries per slot)) per tuple after the plan is built (``seq-swap``: O(n P), P
+the pieces per drafted slot).
 
 Examples
 --------
@@ -32,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,6 +50,8 @@ __all__ = [
     "stream_counts",
     "relabel_slots",
     "piece_levels",
+    "stream_select",
+    "unseen_mass",
     "sample_plan",
     "sample_plans",
     "draw_rows",
@@ -79,6 +84,32 @@ def stream_to_iid(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.
     return out
 
 
+def unseen_mass(t: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, float]:
+    r"""The mass outside the first m drafts, :math:`r_m = \sum_{v \notin \{x_1..x_m\}} q_v`
+    (column m - 1, m = 1..n, of a (B, n) array), and :math:`T = \sum_v q_v`.
+
+    Cancellation-free: T is kept as a double-double (``math.fsum`` and its exact residual) and
+    the drafts' masses are taken off by TwoSum, so :math:`r_m` has a relative error of a few
+    units of roundoff even where :math:`r_m \ll T` (``1 - cumsum`` loses every digit of
+    :math:`r_1 = 10^{-16}` at :math:`q_{max} = 1 - 10^{-16}`).
+    """
+    qv = np.asarray(q, dtype=np.float64)
+    hi = math.fsum(qv)
+    lo = math.fsum(np.append(qv, -hi))  # T = hi + lo up to 2^-106 T
+    qt = qv[t]
+    acc = np.full(len(t), hi)
+    err = np.full(len(t), lo)
+    out = np.empty(qt.shape)
+    for m in range(qt.shape[1]):  # TwoSum(acc, -q): the rounding error e is exact
+        b = -qt[:, m]
+        s = acc + b
+        bb = s - acc
+        err += (acc - (s - bb)) + (b - bb)
+        acc = s
+        out[:, m] = np.maximum(acc + err, 0.0)
+    return out, hi + lo
+
+
 def stream_counts(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     r"""Draws of each draft in the stopped stream (until the n-th new value), given the drafts.
 
@@ -86,11 +117,16 @@ def stream_counts(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.
     number of times (success probability :math:`1 - w_m`, :math:`w_m = q(x_1..x_m)`), each a
     repeat of :math:`x_i` with probability :math:`q(x_i)/w_m` (proofs/optimal_verifier.md,
     Lemma 6 with the stopping time of the n-th new value).  Returns (B, n) counts >= 1.
+
+    The reference law of the counts (tests); :func:`sample_plan` does not draw them: its
+    ``seq-swap`` selection uses their generating function (:func:`stream_select`), whose cost
+    does not grow with :math:`1/(1 - q_{max})`, the mean count of a peaked row.
     """
     B, n = t.shape
-    qt = q[t] / float(np.sum(q))
+    rest, total = unseen_mass(t, q)
+    qt = q[t] / total
+    rest = rest / total
     N = np.ones((B, n), dtype=np.int64)
-    rest = np.maximum(1.0 - np.cumsum(qt, axis=1), 0.0)
     for m in range(1, n):
         succ = np.clip(rest[:, m - 1], 1e-300, 1.0)  # probability that the next value is new
         R = rng.geometric(succ) - 1
@@ -142,23 +178,115 @@ def _draw_entries(
 
 
 def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The level of every draft's highest piece (shape of ``t``): one pick per drafted token
-    (``cp-swap``) or the maximum over its draws of the resampled stopped stream (``seq-swap``;
-    ``seq-swap-h``: the tokens of ``plan.single`` pick once for all their draws)."""
-    own = plan.slots_of(t)
-    reps = None
+    """Levels whose maximum along a row is the selected draft's highest piece (shape of ``t``).
+
+    ``cp-swap``: one pick per drafted token, every draft's level.  ``seq-swap`` and
+    ``seq-swap-h``: the highest piece over all draws of the stopped stream, drawn in one step by
+    :func:`stream_select`; the selected draft holds its level, the others -1 (their highest
+    pieces lie below it and are not drawn).  ``np.argmax(..., axis=1)`` is the selected draft
+    either way.
+    """
     if plan.construction in ("seq-swap", "seq-swap-h"):
-        reps = stream_counts(t, plan.q, rng)
-        if plan.single is not None and plan.single.size:
-            reps[np.isin(t, plan.single)] = 1  # one pick, independent of the stream
+        pick, level = stream_select(plan, t, rng)
+        out = np.full(t.shape, -1, dtype=np.int64)
+        out[np.arange(len(t)), pick] = level
+        return out
+    own = plan.slots_of(t)
     uniq, inv = np.unique(own.ravel(), return_inverse=True)
     qi, lev, prob = plan.pieces.rows(uniq)
-    draft = np.arange(own.size) if reps is None else np.repeat(np.arange(own.size), reps.ravel())
-    lo, _ = _draw_entries(qi, prob, len(uniq), inv.ravel()[draft], rng)
-    level = lev[np.minimum(lo, len(lev) - 1)]
-    out = np.full(own.size, -1, dtype=np.int64)
-    np.maximum.at(out, draft, level)
-    return out.reshape(t.shape)
+    lo, _ = _draw_entries(qi, prob, len(uniq), inv.ravel(), rng)
+    return lev[np.minimum(lo, len(lev) - 1)].reshape(t.shape)
+
+
+def stream_select(
+    plan: Plan, t: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""``seq-swap`` / ``seq-swap-h``: the draft whose piece is highest over every draw of the
+    stopped stream, and that piece's level, for each tuple of ``t`` (B, n).
+
+    Rather than resampling the stream (:func:`stream_counts`: about :math:`1/(1 - q_{max})`
+    draws of a peaked row, each picking a piece), the maximum piece M is drawn from its
+    distribution function given the drafts :math:`\bar x`,
+
+    .. math:: G(c) = \Pr[M \le c \mid \bar x] = \prod_{i=1}^n b_i(c)
+              \prod_{m=1}^{n-1} \frac{r_m}{r_m + \sum_{i \le m} q_{x_i} (1 - \tilde b_i(c))},
+
+    :math:`b_i(c)` the probability that one pick of :math:`x_i` is at or below the cut c,
+    :math:`r_m = \sum_{v \notin \{x_1..x_m\}} q_v`, :math:`\tilde b_i = b_i` except
+    :math:`\tilde b_i = 1` for a token of ``plan.single`` (``seq-swap-h``: one pick for all its
+    draws).  The same law as the stream.  *Proof.*  Given :math:`\bar x`, draft
+    :math:`x_i` is drawn :math:`N_i = 1 + \sum_{m \ge i} K_{m,i}` times, where between the
+    m-th and the (m+1)-th new value the stream repeats :math:`R_m` seen values,
+    :math:`\Pr[R_m = k] = (1 - \rho_m)^k \rho_m` with :math:`\rho_m = r_m / T`
+    (:math:`T = \sum_v q_v`), each repeat :math:`x_i` w.p. :math:`q_{x_i} / w_m`,
+    :math:`w_m = T - r_m`, independently (:func:`stream_counts`).  The picks are independent
+    given the counts, so :math:`\Pr[M \le c \mid N] = \prod_i b_i^{N_i}` and
+    :math:`G = E[\prod_i b_i^{N_i}] = \prod_i b_i \prod_m E[s_m^{R_m}]` with
+    :math:`s_m = \sum_{i \le m} q_{x_i} \tilde b_i / w_m`; the geometric generating
+    function gives :math:`E[s^{R_m}] = \rho_m / (1 - (1 - \rho_m) s_m) =
+    r_m / (T - \sum_{i \le m} q_{x_i} \tilde b_i)`, and
+    :math:`T - \sum_{i \le m} q_{x_i} \tilde b_i = r_m + \sum_{i \le m} q_{x_i}(1 -
+    \tilde b_i)`.  A token of ``plan.single`` picks once (:math:`b_i`) whatever its count
+    (:math:`\tilde b_i = 1` in :math:`s_m`).  M has distribution function G, so M is the first
+    piece c (in level order) with :math:`G(c) > U`, U uniform; the selected draft owns it
+    (levels are distinct).  This is the formula of
+    :func:`~mdsd_ot.verifiers.chain.exact._pieces_select`, which the tests compare with.  ∎
+
+    Every factor is a ratio of non-negative terms: :math:`1 - b_i` is the exact integer tail
+    of the quantised kernel and :math:`r_m` comes from :func:`unseen_mass`, so G carries a
+    relative error of a few units of roundoff at any :math:`q_{max}`.  Cost O(B n P) time and
+    memory, P the pieces per drafted slot; nothing grows with :math:`1/(1 - q_{max})`.
+    """
+    t = np.asarray(t, dtype=np.int64)
+    B, n = t.shape
+    own = plan.slots_of(t).ravel()
+    uniq, inv = np.unique(own, return_inverse=True)
+    inv = inv.ravel()
+    qi, lev, prob = plan.pieces.rows(uniq)
+    cnt = np.bincount(qi, minlength=len(uniq))
+    first = np.cumsum(cnt) - cnt
+    # one entry per (draft, piece of its slot): draft-major, levels ascending within a draft
+    per = cnt[inv]
+    d_of = np.repeat(np.arange(B * n), per)
+    off = np.arange(per.sum()) - np.repeat(np.cumsum(per) - per, per)
+    e_piece = first[inv][d_of] + off
+    pint = np.rint(prob[e_piece] * QUANT).astype(np.int64)
+    cum = np.cumsum(pint)
+    cum -= np.repeat(cum[np.cumsum(per) - per] - pint[np.cumsum(per) - per], per)  # per draft
+    level = lev[e_piece]
+    b_of, i_of = d_of // n, d_of % n
+    order = np.lexsort((level, b_of))  # each tuple's entries in level order
+    level, b_of, i_of, cum = level[order], b_of[order], i_of[order], cum[order]
+    E = len(level)
+    seg = np.searchsorted(b_of, np.arange(B + 1))  # tuple b holds entries seg[b]:seg[b + 1]
+    start_of = seg[b_of]
+    ar = np.arange(E)
+    C = np.empty((E, n), dtype=np.int64)  # integer b_i(level_k) * QUANT of every draft i
+    for i in range(n):
+        last = np.maximum.accumulate(np.where(i_of == i, ar, -1))
+        C[:, i] = np.where(last >= start_of, cum[np.maximum(last, 0)], 0)
+    G = np.prod(C / QUANT, axis=1)
+    rest, _ = unseen_mass(t, plan.q)  # r_m, m = 1..n (column m - 1)
+    qw = plan.q[t]
+    if plan.construction == "seq-swap-h" and plan.single is not None and plan.single.size:
+        qw = np.where(np.isin(t, plan.single), 0.0, qw)  # b~ = 1: no weight in the stream terms
+    over = np.zeros(E)
+    for m in range(1, n):  # the draws between the m-th and the (m+1)-th new value
+        over += qw[b_of, m - 1] * ((QUANT - C[:, m - 1]) / QUANT)
+        r = rest[b_of, m - 1]
+        G *= r / (r + over)
+    u = rng.random(B)
+    lo, hi = seg[:-1].copy(), seg[1:].copy()  # first entry of its tuple with G > u
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        right = open_ & (G[np.where(open_, mid, 0)] <= u)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
+    k = np.minimum(lo, seg[1:] - 1)  # G = 1 at a tuple's last entry: u < 1 stops before
+    return i_of[k], level[k]
 
 
 def relabel_slots(
@@ -185,7 +313,11 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
     """One output token per tuple of ``t`` (B, n) (int64 array of shape (B,))."""
     t = np.asarray(t, dtype=np.int64)
     rows = np.arange(len(t))
-    if plan.pieces is not None:
+    if plan.pieces is not None and plan.construction in ("seq-swap", "seq-swap-h"):
+        pick, _ = stream_select(plan, t, rng)
+        sel = t[rows, pick]
+        sel_slot = plan.slots_of(sel)
+    elif plan.pieces is not None:
         pick = np.argmax(piece_levels(plan, t, rng), axis=1)
         sel = t[rows, pick]
         sel_slot = plan.slots_of(sel)

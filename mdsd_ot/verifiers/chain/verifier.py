@@ -119,7 +119,7 @@ def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
     ...
     ValueError: draft_tokens: expected shape (B, n) = (1, 2) or (B, k, n) with B = 1 rows and n = 2 drafts, got (1, 3); give one tuple (or k tuples) per row
     """
-    from .._base import check_distinct_tokens
+    from .._base import check_distinct_tokens, check_drafted_tokens
     from .batched import _check_tokens
 
     B, V = _row_shapes(P, Qd)
@@ -134,6 +134,7 @@ def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
     t = _check_tokens(_token_array(draft_tokens, B), B, V, n)
     if draft.distinct:
         check_distinct_tokens(t, type(draft).__name__)
+    check_drafted_tokens(t, Q=Qm)  # a token of q = 0 in its row is never drafted
     return Pm, Qm, t
 
 

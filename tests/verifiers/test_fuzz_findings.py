@@ -1,0 +1,290 @@
+"""Regression tests for the verifier fuzzer's findings (CHANGELOG, "Fixed").
+
+1. ``seq-swap`` sampling at extremely peaked q: the stopped stream was resampled draw by draw
+   (about 1/(1 - q_max) draws per draft, 179 GiB at V = 50, 1 - q_max = 1e-8); the highest piece
+   is now drawn from its closed-form distribution (``sample.stream_select``).
+2. ``.exact`` with float input at extreme masses: 0/0 in ``exact._pieces_select``, 1/0 in
+   ``relabel_list`` (cp2) and a law 2.7e-5 off p (cp2, q = [1e-12, 1 - 1e-12]) from cancelling
+   differences; now written without cancellation.
+3. Validation: ``Optimal.certificate`` validates p on every engine; a drafted token of q = 0 is
+   refused; the reduced engine's ``acceptance`` validates before NotImplementedError; a rational
+   q entry of 1e-400 is positive (not judged by its float 0.0).
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from fractions import Fraction as Fr
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+from mdsd_ot import verifiers
+from mdsd_ot.drafts import (
+    ConditionalPoisson,
+    Greedy,
+    Product,
+    SpecHub,
+    WithoutReplacement,
+    WithReplacement,
+)
+from mdsd_ot.drafts._base import Vector
+from mdsd_ot.verifiers.chain import sample as chain_sample
+from mdsd_ot.verifiers.chain.exact import exact_swap_plan, given, select_law
+from mdsd_ot.verifiers.chain.plan import build_plan
+
+FIX = r"draw the tuples with mdsd_ot\.verifiers\._draws\.sample_drafts"
+
+
+def _peaked(V: int, gap: float, heavy: int = 0) -> np.ndarray:
+    """q with one token of mass 1 - gap and the rest spread unevenly over the others."""
+    w = np.arange(1.0, V)
+    q = np.empty(V)
+    q[np.arange(V) != heavy] = gap * w / w.sum()
+    q[heavy] = 1.0 - gap
+    return q / q.sum()
+
+
+def _exact(x: np.ndarray) -> list[Fr]:
+    """The floats' exact values, renormalised to sum to 1 exactly."""
+    fr = [Fr(float(v)) for v in x]
+    total = sum(fr, Fr(0))
+    return [v / total for v in fr]
+
+
+def _plans(p: np.ndarray, q: np.ndarray, n: int, con: str):
+    """The float plan and the Fraction plan with the same kernel (both built from the floats
+    of the same Fractions, as ``exact_swap_plan`` does)."""
+    pf, qf = _exact(p), _exact(q)
+    law = WithoutReplacement(qf, n)
+    ref = exact_swap_plan(pf, qf, n, con, law.joint_items(exact=True),
+                          lambda H: law.Q(H, exact=True))  # fmt: skip
+    pa, qa = np.array([float(v) for v in pf]), np.array([float(v) for v in qf])
+    return build_plan(pa / pa.sum(), qa / qa.sum(), n, con), ref
+
+
+def _g_stat(obs: np.ndarray, exp: np.ndarray) -> tuple[float, int]:
+    keep = exp > 0
+    o, e = obs[keep], exp[keep]
+    G = 2.0 * float(np.sum(np.where(o > 0, o * np.log(np.where(o > 0, o, 1.0) / e), 0.0)))
+    return G, int(keep.sum()) - 1
+
+
+# -- 1. seq-swap sampling at peaked q -------------------------------------------------------
+
+
+@pytest.mark.parametrize("con", ["seq-swap", "seq-swap-h"])
+@pytest.mark.parametrize("gap", [1e-2, 1e-6])
+def test_stream_select_realises_the_exact_selection_law(con, gap):
+    """The selection of the sampler against the exact selection law (Fractions) of the same
+    kernel, per tuple: 40,000 draws of each of five tuples (the heavy token 2 first, second,
+    last, absent), G-test at level 1e-4 per tuple."""
+    V, n = 6, 3
+    q = _peaked(V, gap, heavy=2)
+    p = np.random.default_rng(11).dirichlet(np.ones(V))
+    plan, ref = _plans(p, q, n, con)
+    assert plan.construction == con and plan.pieces is not None
+    rng = np.random.default_rng([17, int(-np.log10(gap))])
+    N = 40_000
+    for tup in [(2, 1, 4), (1, 2, 3), (4, 2, 1), (3, 1, 2), (0, 1, 3)]:
+        law = select_law(ref, tup)
+        assert sum(law.values()) == 1  # the selection of one draft, exactly
+        pick, _ = chain_sample.stream_select(plan, np.array([tup] * N), rng)
+        obs = np.bincount(pick, minlength=n).astype(float)
+        exp = N * np.array([float(law.get(x, 0)) for x in tup])
+        G, dof = _g_stat(obs, exp)
+        if dof > 0:
+            assert G < chi2.ppf(1 - 1e-4, dof), (tup, obs, exp)
+        else:  # one draft carries the whole law
+            assert obs[exp > 0].sum() == N
+
+
+@pytest.mark.parametrize("con", ["seq-swap", "seq-swap-h"])
+def test_seq_swap_samples_extremely_peaked_rows_in_bounded_memory(con):
+    """V = 50, 1 - q_max = 1e-8: 3,000 tuples in under 5 s with under 64 MiB allocated
+    (was: about 1e8 draws per drafted tuple, 179 GiB)."""
+    V, n = 50, 3
+    q = _peaked(V, 1e-8, heavy=7)
+    p = np.random.default_rng(2).dirichlet(np.ones(V))
+    plan = build_plan(p, q, n, con)
+    rng = np.random.default_rng(3)
+    t = WithoutReplacement(q, n).sample(rng, 3000)
+    assert (t == 7).any(axis=1).all()  # the heavy token is in (nearly) every tuple
+    t[:1000, [0, 1]] = t[:1000, [1, 0]]  # and at every position
+    tracemalloc.start()
+    try:
+        t0 = time.perf_counter()
+        out = chain_sample.sample_plan(plan, t, rng)
+        took = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out.shape == (3000,) and ((out >= 0) & (out < V)).all()
+    assert took < 5.0 and peak < 64 * 2**20, (took, peak)
+
+
+# -- 2. .exact with float input at extreme masses -------------------------------------------
+
+
+@pytest.mark.parametrize("con", ["seq-swap", "seq-swap-h"])
+@pytest.mark.parametrize("q", [[1.0, 1e-30, 1e-30, 1e-30], [0.5, 0.5, 1e-30, 1e-30]])
+def test_pieces_select_in_floats_has_no_zero_division(con, q):
+    """Masses of 1e-30 beside 1: ``T - w_m`` and ``T - sum q b`` were both 0.0 (0/0); the law
+    of the float definition is now p to 1e-14 (L1)."""
+    q = np.array(q) / np.sum(q)
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    d = WithoutReplacement(q, 3)
+    items = d.joint_items(exact=False)
+    plan = exact_swap_plan(list(p), list(d.qvals(False)), 3, con, items,
+                           lambda H: d.Q(H, exact=False))  # fmt: skip
+    law = np.zeros(4)
+    for tup, w in items.items():
+        for i, pr in given(plan, tup).items():
+            law[i] += w * pr
+    assert np.abs(law - p).sum() <= 1e-14
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        [1e-12, 1 - 1e-12],  # law 2.7e-5 off p
+        [3.76669102e-22, 5.16283571e-24, 7.23194279e-21, 1.08772896e-20, 1.0],  # 1/0
+        [1.0, 3.26185124e-16, 2.49273954e-22],  # law 0.17 off p
+        [7.40349924e-14, 1.55375515e-19, 1.0],  # law 4.4e-4 off p
+    ],
+)
+def test_cp2_exact_in_floats_at_extreme_masses(q):
+    q = np.array(q) / np.sum(q)
+    p = np.random.default_rng(len(q)).dirichlet(np.ones(len(q)))
+    law, acc = verifiers.get("optimal", ConditionalPoisson(q, 2)).exact(p)
+    assert law.dtype == np.float64
+    assert np.abs(law - p).sum() <= 1e-14
+    law_x, acc_x = verifiers.get("optimal", ConditionalPoisson(q, 2)).exact(p, exact=True)
+    assert list(law_x) == list(Vector(p, "p").exact)  # exact=True: exact from the floats
+    assert abs(acc - float(acc_x)) <= 1e-14
+
+
+# -- 3. validation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [WithoutReplacement, Greedy, SpecHub])
+def test_certificate_validates_p_on_every_engine(cls):
+    q = [0.5, 0.3, 0.2]
+    v = verifiers.get("optimal", cls(q, 2))
+    assert type(v.engine()).__name__ != "ChainOptimal"  # the reduced, greedy, spechub engines
+    assert v.certificate([0.2, 0.3, 0.5])["eps"] == 0.0
+    with pytest.raises(ValueError, match=r"^p: entry 1 is nan"):
+        v.certificate([0.5, np.nan, 0.5])
+    with pytest.raises(ValueError, match=r"^p: has length 2 but draft .* has length 3"):
+        v.certificate([0.5, 0.5])
+
+
+def test_reduced_acceptance_validates_before_not_implemented():
+    v = verifiers.get("optimal", WithoutReplacement([0.5, 0.3, 0.2], 2))
+    assert type(v.engine()).__name__ == "ReducedOptimal"
+    with pytest.raises(ValueError, match=r"^p: entry 0 is nan"):
+        v.acceptance([np.nan, 0.5, 0.5], [0.5, 0.3, 0.2], 2)
+    with pytest.raises(ValueError, match=r"^q: "):
+        v.acceptance([0.2, 0.3, 0.5], [0.5, -0.3, 0.8], 2)
+    with pytest.raises(ValueError, match=r"^n: "):
+        v.acceptance([0.2, 0.3, 0.5], [0.5, 0.3, 0.2], 0)
+    with pytest.raises(NotImplementedError, match="no closed-form acceptance"):
+        v.acceptance([0.2, 0.3, 0.5], [0.5, 0.3, 0.2], 2)
+    with pytest.raises(ValueError, match=r"^p: "):  # unbound: validated first too
+        verifiers.get("optimal").acceptance([0.2, 0.3], [0.5, 0.3, 0.2], 2)
+
+
+Q0 = [0.4, 0.3, 0.0, 0.2, 0.1]  # token 2 is never drafted
+LAWS = [(WithReplacement, 2), (WithoutReplacement, 2), (WithoutReplacement, 3),
+        (ConditionalPoisson, 2), (ConditionalPoisson, 3), (Greedy, 2), (Greedy, 3),
+        (SpecHub, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("cls,n", LAWS, ids=[f"{c.__name__}-{n}" for c, n in LAWS])
+def test_sample_refuses_a_token_of_zero_mass(cls, n):
+    draft = cls(Q0, n)
+    p = np.full(5, 0.2)
+    good = np.array({
+        Greedy: [[0, 1, 3], [0, 1, 4]], SpecHub: [[0, 1], [0, 3]],
+    }.get(cls, [[0, 1, 3], [3, 0, 4]]))[:, :n]  # fmt: skip
+    bad = good.copy()
+    bad[1, -1] = 2
+    for name in verifiers.applicable(draft):
+        v = verifiers.get(name, draft)
+        out, _ = v.sample(p, good, 0)
+        assert out.shape == (2,)
+        tup = ", ".join(map(str, bad[1]))
+        msg = rf"^draft_tokens: row 1 is \({tup}\), whose token 2 has q = 0 under the "
+        with pytest.raises(ValueError, match=msg + rf"{cls.__name__} law.*{FIX}"):
+            v.sample(p, bad, 0)
+
+
+def test_sample_refuses_a_token_of_zero_mass_rational_and_product():
+    tiny = Fr(1, 10**400)
+    law = WithReplacement([tiny, Fr(1, 2), Fr(1, 2) - tiny, Fr(0)], 2)
+    v = verifiers.get("optimal", law)
+    out, _ = v.sample([0.25] * 4, [[0, 1], [2, 0]], 0)  # q = 1e-400 > 0: a possible draft
+    assert out.shape == (2,)
+    with pytest.raises(ValueError, match=r"row 0 is \(3, 1\), whose token 3 has q = 0"):
+        v.sample([0.25] * 4, [[3, 1]], 0)
+    prod = Product([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"row 1 is \(0, 0\), whose token 0 has qs\[1\]\[0\] = 0"):
+        verifiers.get("optimal", prod).sample([0.2, 0.3, 0.5], [[0, 1], [0, 0]], 0)
+
+
+def _libs():
+    libs = [("numpy", np.asarray)]
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the torch extra is not installed
+        return libs
+    return [*libs, ("torch", lambda x: torch.as_tensor(np.asarray(x)))]
+
+
+@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("cls,n", [(WithReplacement, 2), (ConditionalPoisson, 2),
+                                   (WithoutReplacement, 3)])  # fmt: skip
+def test_sample_rows_refuses_a_token_of_zero_mass(lib, conv, cls, n):
+    P = np.array([[0.2, 0.2, 0.2, 0.2, 0.2], [0.1, 0.2, 0.3, 0.2, 0.2]])
+    Q = np.array([[0.4, 0.3, 0.1, 0.1, 0.1], Q0])
+    t = np.array([[0, 1, 3][:n], [3, 2, 0][:n]])
+    v = verifiers.get("optimal", cls(Q[0], n))
+    with pytest.raises(ValueError, match=r"draft_tokens: row 1 is \(3, 2.*whose token 2 has Q"):
+        v.sample_rows(conv(P), conv(Q), conv(t), 0)
+    t[1, 1] = 1
+    out, _ = v.sample_rows(conv(P), conv(Q), conv(t), 0)
+    assert tuple(out.shape) == (2,)
+
+
+@pytest.mark.parametrize("cls", [WithoutReplacement, ConditionalPoisson, Greedy])
+def test_rational_q_is_judged_on_its_exact_values(cls):
+    """q = [1e-400, 1/2, 1/2 - 1e-400] (floats [0, .5, .5]) has three tokens of positive mass:
+    n = 3 distinct drafts are defined, and the exact law of the optimal verifier is p."""
+    tiny = Fr(1, 10**400)
+    q = [tiny, Fr(1, 2), Fr(1, 2) - tiny]
+    law = cls(q, 3)
+    assert law.support().tolist() == [0, 1, 2] and law.support_count() == 3
+    p = [Fr(1, 5), Fr(2, 5), Fr(2, 5)]
+    out, acc = verifiers.get("optimal", law).exact(p)
+    assert list(out) == p and acc == 1
+
+
+def test_rational_q_with_a_tiny_entry_is_lossless_exactly():
+    """WithReplacement and ConditionalPoisson (n = 2): the tuples holding the 1e-400 token were
+    left out of the joint law (float weight 0.0), so the exact law missed p by about 1e-400."""
+    tiny = Fr(1, 10**400)
+    q = [tiny, Fr(1, 2), Fr(1, 2) - tiny]
+    p = [Fr(1, 4), Fr(1, 4), Fr(1, 2)]
+    for cls in (WithReplacement, ConditionalPoisson):
+        assert sum(cls(q, 2).joint_items(exact=True).values()) == 1
+        out, _ = verifiers.get("optimal", cls(q, 2)).exact(p)
+        assert list(out) == p
+
+
+def test_greedy_top_tokens_use_the_exact_order():
+    tiny = Fr(1, 10**400)
+    g = Greedy([Fr(1, 3) - tiny, Fr(1, 3) + tiny, Fr(1, 3)], 2)  # equal as floats
+    assert g.T == (1,)
+    assert SpecHub([Fr(1, 3) - tiny, Fr(1, 3) + tiny, Fr(1, 3)]).a == 1
