@@ -54,8 +54,11 @@ __all__ = [
 ]
 
 
-def _check_tokens(t: Any, B: int, V: int, n: int) -> Any:
-    """Draft tuples as int64 of shape (B, n) or (B, k, n), every id in 0..V-1."""
+def _check_tokens(t: Any, B: int, V: int, n: int, Q: Any = None) -> Any:
+    """Draft tuples as int64 of shape (B, n) or (B, k, n), every id in 0..V-1; with the rows'
+    ``Q`` (B, V) also every token drafted (its row's q > 0).  The range and the q = 0 test are
+    read in one host synchronisation on the rows' device; only a bad input is copied to the
+    host, for the message (:func:`~mdsd_ot.verifiers._base.check_drafted_tokens`)."""
     xp = bk.namespace(t)
     if t.ndim not in (2, 3) or t.shape[0] != B or t.shape[-1] != n:
         raise ValueError(
@@ -65,37 +68,31 @@ def _check_tokens(t: Any, B: int, V: int, n: int) -> Any:
     if not xp.isdtype(t.dtype, "integral"):
         raise ValueError(f"draft_tokens: must hold integer token ids, got dtype {t.dtype}")
     t = xp.astype(t, xp.int64)
-    if t.size if bk.is_numpy_array(t) else t.numel():
-        lo, hi = (int(v) for v in bk.to_host(xp.min(t), xp.max(t)))  # one host synchronisation
-        if lo < 0 or hi >= V:
-            bad = lo if lo < 0 else hi
-            raise ValueError(
-                f"draft_tokens: token id {bad} is outside the vocabulary 0..{V - 1}; give ids "
-                "of the rows' vocabulary"
-            )
-    return t
-
-
-def _check_drafted(Q: Any, t: Any) -> None:
-    """Refuse a drafted token whose row's q is 0 (it is never drafted): one gather and one host
-    synchronisation on the rows' device; only a bad input is copied to the host, for the
-    message (:func:`~mdsd_ot.verifiers._base.check_drafted_tokens`)."""
-    from .. import _base
-
     if not (t.size if bk.is_numpy_array(t) else t.numel()):
-        return
-    xp = bk.namespace(Q)
-    idx = xp.reshape(t, (t.shape[0], -1))
-    if bk.is_torch(Q):
-        import torch
+        return t
+    reads = [xp.min(t), xp.max(t)]
+    if Q is not None:
+        safe = xp.clip(xp.reshape(t, (B, -1)), 0, V - 1)  # in range for the gather; the range
+        if bk.is_torch(Q):  # itself is judged below
+            import torch
 
-        qt = torch.gather(Q, 1, idx)
-    else:
-        qt = xp.take_along_axis(Q, idx, axis=1)
-    if bool(xp.any(qt <= 0)):
+            qt = torch.gather(Q, 1, safe)
+        else:
+            qt = np.take_along_axis(Q, safe, axis=1)
+        reads.append(xp.any(qt <= 0))
+    lo, hi, *zero = (int(v) for v in bk.to_host(*reads))  # one host synchronisation
+    if lo < 0 or hi >= V:
+        bad = lo if lo < 0 else hi
+        raise ValueError(
+            f"draft_tokens: token id {bad} is outside the vocabulary 0..{V - 1}; give ids "
+            "of the rows' vocabulary"
+        )
+    if zero and zero[0]:
         from ... import _validate as V_
+        from .._base import check_drafted_tokens
 
-        _base.check_drafted_tokens(V_._host(t), Q=V_._host(Q), qname="Q")
+        check_drafted_tokens(V_._host(t), Q=V_._host(Q), qname="Q")
+    return t
 
 
 #: The constructions of this module and the fast kernel (law) each one verifies.
@@ -116,11 +113,11 @@ def verify_rows(
     drafts, any n) or ``cp2`` (conditional Poisson, n = 2; its tuples hold distinct tokens).
 
     Validates p and q once (on their device, one host synchronisation for the flags and one for
-    the token range), renormalises the rows, computes in float64 (float32 input is cast, so
+    the tokens: their range and that each row's q is positive there), renormalises the rows, computes in float64 (float32 input is cast, so
     the law error stays that of :func:`~.batched_plans.law_error_bound`), builds the plans of
     all rows with one sort each and verifies ``draft_tokens`` ((B, n) or (B, k, n); for
     ``cp2`` two distinct tokens per tuple, a repeat is refused; a token whose row's q is 0 is
-    refused, one more host synchronisation).  Returns the
+    refused).  Returns the
     output tokens and the accepted flags, on the input's device; with ``return_plans=True`` also
     the :class:`~.batched_plans.RowPlans` (``alpha``: each row's α*, the acceptance of the
     verifier; ``law_error``: its bound).
@@ -163,12 +160,11 @@ def verify_rows(
             )
     P2, Q2 = P2 / sp[:, None], Q2 / sq[:, None]
     B, V = Q2.shape
-    t = _check_tokens(t, B, V, n)
+    t = _check_tokens(t, B, V, n, Q2)
     if construction == "cp2":  # conditional Poisson: a repeat has probability 0
         from .._base import check_distinct_tokens
 
         check_distinct_tokens(t, "ConditionalPoisson")
-    _check_drafted(Q2, t)
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
     out, accepted = sample_relabel_rows(plans, t, rng)
     return (out, accepted, plans) if return_plans else (out, accepted)

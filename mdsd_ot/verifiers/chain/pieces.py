@@ -288,7 +288,9 @@ def scaled_transfers(
     (x, y, tau), (a, b) = pairs, masses
     V = len(qs)
     live = qs > 0
-    ratio = np.divide(np.bincount(x, a, V) + np.bincount(y, b, V), qs, out=np.zeros(V), where=live)
+    with np.errstate(over="ignore"):  # a mass of 1e-30 asked for far more: ratio inf, sigma 0
+        asked = np.bincount(x, a, V) + np.bincount(y, b, V)
+        ratio = np.divide(asked, qs, out=np.zeros(V), where=live)
     sigma = np.where(ratio > 1.0, (1.0 - 2.0**-40) / np.where(ratio > 1.0, ratio, 1.0), 1.0)
     hit = (sigma[x] < 1.0) | (sigma[y] < 1.0)
     gain, loss = tau.copy(), tau.copy()
