@@ -182,7 +182,9 @@ def bucket_front(
 
     None (before any histogram is formed) when more than a share ``outside`` of the ratios are
     finite and positive but beyond the window, or when one bucket holds more than a share
-    ``dense`` of every 8th token: rows the window's buckets cannot bound tightly.
+    ``dense`` of every 8th token: rows the window's buckets cannot bound tightly; also when a
+    token of positive q has a ratio that overflowed to +inf (q subnormal: such tokens would tie
+    in the last bucket whatever their ratios; numpy's route sends the row to the sort).
 
     With ``with_stats``, a sixth entry holds what the input validation needs, from the same
     pass: ``(sum p, sum q, p has a sign bit set, q has one, number of positive q)`` (the sums

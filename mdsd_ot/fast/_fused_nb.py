@@ -37,6 +37,7 @@ def front(p, q, shift, base, top, outside_max, dense_max, ids, stats, qmax):  # 
     hi = np.int64(-1)
     inf = np.int64(0x7FF0000000000000)
     outside = 0  # tokens of a finite positive ratio beyond the window
+    over = 0  # tokens of q > 0 whose ratio overflowed to +inf (q subnormal)
     for s in range(0, V, S):
         m = min(S, V - s)
         ps, qs, out = p[s : s + m], q[s : s + m], ids[s : s + m]
@@ -54,6 +55,7 @@ def front(p, q, shift, base, top, outside_max, dense_max, ids, stats, qmax):  # 
             k = kb[i]
             j = (k >> shift) - base
             outside += ((j < 1) & (k > 0)) | ((j >= top) & (k < inf))
+            over += (k == inf) & (qs[i] > 0)
             b = min(max(j, 0), top)
             out[i] = b
             lo = min(lo, b)
@@ -65,7 +67,9 @@ def front(p, q, shift, base, top, outside_max, dense_max, ids, stats, qmax):  # 
     stats[2] = npos
     NB = hi - lo + 1
     drawn = (V // S) * (S // 8) + (V % S + 7) // 8  # tokens sampled
-    if outside > outside_max or sample.max() * V > dense_max * drawn:  # left to numpy
+    # left to numpy: ratios beyond the window, one crowded bucket, or an overflowed ratio
+    # (its tokens would tie at +inf; numpy's route sends the row to the sorting path)
+    if outside > outside_max or sample.max() * V > dense_max * drawn or over:
         z = np.zeros(0, dtype=np.float64)
         return -1, z, z, np.zeros(0, dtype=np.int64)
     # four lanes (token i in lane i % 4): a run of tokens in one bucket is not one chain

@@ -279,6 +279,8 @@ def _solve_fused_series(p, q, sp, sq, law: Chain, shared: dict[str, Any], return
     None where it declines.  The error bound is the series' largest at the points evaluated,
     tripled, plus :data:`TOL`, as the array code reports it."""
     ctx = law.setup(p, q, sq, np, shared.get("qmax"))  # the heavy tokens: q's block maxima
+    if bool(ctx["refuse"][0]):  # tiny masses beyond the n - 1 largest: the array code sorts it
+        return None
     hists = law.histograms(shared["ids"], q, ctx, shared["NB"], shared.get("Hq"))
     out = _fused_series.solve_row(
         p[0], q[0], shared, hists, ctx, float(sp[0]), float(sq[0]), TOL, MAX_FRACTION, return_set
@@ -444,7 +446,14 @@ def _shared_numpy(p: Any, q: Any) -> dict[str, Any]:
     out = {"ids": ids, "NB": NB, "Hp": None, "Hn": None, "Hs": None, "one_ratio": False, "id0": 0}
     out.update(Hq=None, sub_bits=SUB_BITS, half_window=HALF_WINDOW)
     out["window"] = not isinstance(p, np.ndarray)
-    if isinstance(p, np.ndarray):
+    if not isinstance(p, np.ndarray):
+        # the window's last bucket also holds finite ratios: flag the overflowed ones here (on
+        # the device, read with the survivor counts; numpy's own bucket of +inf is its q
+        # histogram's business, _overflowed).  key * q is +inf exactly there: q = 0 gives NaN
+        # (inf * 0), every finite key about p
+        xp = bk.namespace(key)
+        out["overflow"] = xp.any(xp.isinf(key * q), axis=-1)
+    else:
         B, V = ids.shape
         stride = STRIDE if V >= 64 * STRIDE else 1
         if B == 1:  # ids from the smallest one: histograms of the occupied range only
@@ -591,6 +600,7 @@ def _phase1(
     if mask is not None:
         counts = bk.count_true(mask)
     fallback = (counts > MAX_FRACTION * V) | ~xp.isfinite(err_b)
+    fallback = fallback | _overflowed(shared, qmass, b0, p.dtype, xp)
     return {
         "p": p, "q": q, "sp": sp, "sq": sq, "ids": ids, "mask": mask,
         "P_b": P_b, "L_b": L_b, "seg_b": seg_b, "qc_b": qc_b, "lam_b": lam_b, "cnt_b": cnt_b,
@@ -599,6 +609,30 @@ def _phase1(
         "fallback": fallback,
         "ctx": ctx, "b0": b0, "depth": depth, "run": run,
     }  # fmt: skip
+
+
+def _overflowed(shared: dict[str, Any], qmass: Any, b0: int, dtype: Any, xp: Any) -> Any:
+    r"""(B,) True where a token of positive q has a ratio p/q that overflowed to +inf.
+
+    Such tokens (q subnormal, below :math:`p / \text{DBL\_MAX}`) tie at +inf in the sort of
+    phase 2 whatever their true ratios, so their rows go to the sorting path, whose key
+    (:func:`mdsd_ot.fast.prefix.order_key`) orders them.  numpy's buckets give +inf a bucket of
+    its own (every octave has its buckets), whose q mass is then positive: read from the
+    histogram, no pass over the row.  The window's last bucket (torch) also holds finite
+    ratios: :func:`_shared_numpy` flags those rows on the device.  The fused route declines
+    such a row (:func:`mdsd_ot.fast._fused.bucket_front`), which then comes here by numpy's.
+    """
+    if "overflow" in shared:
+        return shared["overflow"]
+    B, nb = qmass.shape
+    if shared.get("window"):  # the fused route: it declined rows with an overflowed ratio
+        return xp.zeros((B,), dtype=xp.bool)
+    mant, _ = hg.float_layout(dtype)
+    top = (1 << (63 - mant if mant == 52 else 31 - mant)) - 1  # exponent bits all set: +inf
+    rel = (top << shared["sub_bits"]) - shared["id0"] - b0  # +inf's bucket in qmass
+    if not 0 <= rel < nb:
+        return xp.zeros((B,), dtype=xp.bool)
+    return qmass[:, rel] > 0
 
 
 def _bounds(P_b, Q_b, f_b, Hp, qmass, lo, hi, c, xp):
@@ -725,6 +759,7 @@ def _phase2(st: dict[str, Any], law: Chain, C: int, return_set: bool, xp: Any):
     if alpha.dtype != p.dtype:  # the sequential series' Q is float64 (float32 rows: cast back,
         alpha = xp.astype(alpha, p.dtype)  # as the sorting path's P - Q is: one dtype per input)
     err = 3.0 * err + TOL  # pruning slack, and the law's error in UB, LB and the survivors
+    err = xp.where(xp.isnan(err), xp.full_like(err, float("inf")), err)  # no bound: inf, as sorted
     if not return_set:
         return alpha, None, err
     jb = xp.argmin(st["f_b"], axis=-1)

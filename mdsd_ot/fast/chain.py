@@ -51,6 +51,10 @@ __all__ = ["CHAINS", "chain_for", "KAPPA_MAX"]
 
 #: Conditional Poisson rows whose Newton condition number exceeds this are sorted instead.
 KAPPA_MAX: float = 1e3
+#: ... and rows whose e_n, as computed, underflow could have moved by more than 2^-this of
+#: itself (subnormal light scale or heavy masses: :meth:`ConditionalPoisson._log2_underflow`);
+#: below, the loss is under one rounding, which the depth of the bound counts.
+UNDERFLOW_BITS: float = 60.0
 
 _NONE = np.zeros(0, dtype=np.int64)  # no heavy token
 
@@ -236,6 +240,7 @@ class ConditionalPoisson(Chain):
             shifted = xp.concat([xp.zeros_like(prev[:, :1]), prev[:, :-1]], axis=-1)
             E.append(prev + hq[:, i : i + 1] * shifted)
         ctx.update(heavy=heavy, hq=hq, tau=tau, scale=tau / sq, EA=xp.stack(E, axis=1))
+        ctx["V"] = q.shape[-1]
         return ctx  # EA: (B, h + 1, n + 1)
 
     def _setup_row(self, p, q, sq, qmax=None):
@@ -248,8 +253,8 @@ class ConditionalPoisson(Chain):
         t = v[h] if len(v) > h else 0.0
         tau = t if t > 0 else 1.0  # no light mass: stats are all 0
         row_p, row_q = p[0], q[0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            keys = {i: float(row_p[i] / row_q[i]) for i in ix[:h]}
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an overflowed
+            keys = {i: float(row_p[i] / row_q[i]) for i in ix[:h]}  # ratio: the row is sorted
         heavy = sorted(ix[:h], key=lambda i: (keys[i], i))  # chain order: (p/q, index)
         ks = [keys[i] for i in heavy]
         s_q = float(sq[0])
@@ -265,6 +270,7 @@ class ConditionalPoisson(Chain):
             "scale": np.array([tau], dtype=q.dtype) / sq,
             "EA": np.array([E], dtype=q.dtype),
             "heavy_ties": any(a == b for a, b in zip(ks, ks[1:], strict=False)),
+            "V": q.shape[-1],
         }
 
     def _u(self, q, ctx, heavy_flags):
@@ -321,12 +327,24 @@ class ConditionalPoisson(Chain):
             Lt = [x[:, None] for x in ctx["L_total"]]
             et, ht = self._light(Lt, ctx["scale"][:, None], xp, absolute=True)
             Nt = sum(Ah[:, n - j : n - j + 1] * et[j] for j in range(n + 1))
-            with np.errstate(divide="ignore", invalid="ignore"):  # Nt = 0: refused just below
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # refused below
                 kappa = sum(Ah[:, n - j : n - j + 1] * ht[j] for j in range(n + 1)) / Nt
-            ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX)
+                log_under = self._log2_underflow(xp.log2(1.0 + Lt[0]), EA.shape[1] - 1, ctx["V"])
+                fine = log_under <= xp.log2(Nt) - UNDERFLOW_BITS
+            ok = xp.isfinite(kappa) & (Nt > 0) & (kappa <= KAPPA_MAX) & fine
             ctx["Nt"] = xp.where(Nt > 0, Nt, xp.ones_like(Nt))
             ctx["kappa"] = xp.where(ok, kappa, xp.full_like(kappa, math.inf))[:, 0]
-        return ctx["Nt"], gamma(float(depth + 8 * self.n + 8)) * 1.01 * ctx["kappa"]
+        return ctx["Nt"], gamma(float(depth + 8 * self.n + 9)) * 1.01 * ctx["kappa"]
+
+    def _log2_underflow(self, log2_pi1: Any, h: int, V: int) -> Any:
+        r""":math:`\log_2` of a bound on what underflow can cost :math:`e_n` (and every
+        numerator): each of the :math:`(n + 1)(n + h + 3)` products and powers of the light
+        scale t and of the h heavy masses, and each of the V terms of a light power sum, that
+        leaves the normal range loses at most :math:`2^{-1074}`, amplified
+        by at most :math:`(1 + \pi_1)^n` (:math:`\pi_1 = \sum u`, :math:`e_j(u) \le h_j(u) \le
+        \pi_1^j`, every other factor in [0, 1])."""
+        n = self.n
+        return log2_pi1 * n + (math.log2((n + 1) * (n + h + 3) * (V + 1)) - 1074)
 
     def _totals_row(self, ctx):
         """:meth:`_totals` of one numpy row in Python floats: the same operations in the same
@@ -338,6 +356,9 @@ class ConditionalPoisson(Chain):
         num = sum(Ah[n - j] * ht[j] for j in range(n + 1))
         kappa = num / Nt if Nt > 0 else math.nan  # Nt = 0 (or NaN): refused just below
         ok = math.isfinite(kappa) and Nt > 0 and kappa <= KAPPA_MAX
+        if ok:  # and an Nt that underflow could have moved (masses near the bottom of the range)
+            under = self._log2_underflow(math.log2(1.0 + Lt[0]), ctx["EA"].shape[1] - 1, ctx["V"])
+            ok = under <= math.log2(Nt) - UNDERFLOW_BITS
         ctx["Nt"] = np.array([[Nt if Nt > 0 else 1.0]])
         ctx["kappa"] = np.array([kappa if ok else math.inf])
 
@@ -373,7 +394,9 @@ class WithoutSeries(Chain):
             qmax = (qmax.view(np.float64) / float(sq[0])).view(np.int64)
         else:
             qmax = None
-        ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True, qmax=qmax)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # as series() does:
+            # a row with subnormal masses may overflow its unused moments (refused, sorted)
+            ctx = series_setup(qn, self.n, xp, m, K, order=order, inplace=True, qmax=qmax)
         ctx.update(ties)
         hq = xp.astype(bk.take_rows(q, ctx["heavy"]), xp.float64) / ctx_sq(sq, xp)[:, None]
         ctx.update(hq=hq, scale=ctx["tau"], sq=ctx_sq(sq, xp))
@@ -392,8 +415,14 @@ class WithoutSeries(Chain):
     def Q(self, ctx, L, seg, qc, lam, cnt, depth):
         xp = bk.namespace(L[0])
         pi = xp.stack([xp.zeros_like(L[0])] + list(L), axis=1)  # (B, K+1, N)
-        Q, Bc = series_eval(ctx, pi, seg, lam, cnt, depth, xp)
-        return Q, xp.max(Bc, axis=-1)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # refused rows
+            Q, Bc = series_eval(ctx, pi, seg, lam, cnt, depth, xp)
+        err = xp.max(Bc, axis=-1)
+        # no bound (inf, as series() reports it, never NaN) on a row whose mass beyond the n - 1
+        # largest is tiny (series_setup's "refuse"): the caller sorts it, and the sorting path
+        # runs the series on the row scaled (series())
+        none = ctx["refuse"] | xp.isnan(err)
+        return Q, xp.where(none, xp.full_like(err, math.inf), err)
 
 
 def _without(n: int) -> Chain:

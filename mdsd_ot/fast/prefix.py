@@ -41,6 +41,7 @@ from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 
 __all__ = [
     "sort_key",
+    "order_key",
     "prefix_Q_with",
     "prefix_Q_without2",
     "prefix_Q_conditional_poisson",
@@ -69,6 +70,61 @@ def sort_key(p: Any, q: Any) -> Any:
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = p / q
+    if isinstance(key, np.ndarray):
+        return np.abs(key, out=key)
+    return key.abs_()
+
+
+#: The order key of a row whose ratio p/q overflows is :math:`|p / (q\,2^{64})|`: validated
+#: masses lie in [2^-1074, ~1], so every ratio then stays below 2^1011 (see :func:`order_key`).
+OVERFLOW_SHIFT: float = 2.0**64
+
+
+def order_key(p: Any, q: Any) -> Any:
+    r"""The key that orders a row by :math:`p/q` on the sorting path, overflow included.
+
+    :func:`sort_key` gives :math:`p/q = +\infty` to a token of positive q below
+    :math:`p / \text{DBL\_MAX}` (q subnormal, p normal): tokens of different ratios then tie with
+    each other and with the :math:`q = 0` tokens, and any order of that false tie block may be
+    taken, although for a law that reads the proportions of those tiny masses (conditional
+    Poisson or sequential drafts with fewer than n normal masses) it moves Q by O(1).  In a row
+    where this happens (numpy: found from the row's largest key, so other rows pay one
+    reduction; torch: every row, as no data-dependent branch runs on a device) the key is
+    :math:`|p / (q\,2^{64})|` instead: finite for every q > 0 (the ratio of validated masses is
+    at most :math:`2^{1074}`), ordered like :math:`p/q` (the same quotient scaled by a power of
+    two) except where it falls below the normal range; there its absolute error is at most
+    :math:`2^{-1075}`, so the order is that of some :math:`p'` with
+    :math:`|p'_i - p_i| \le 2^{-1011} q_i + \varepsilon p_i`, and α* moves by at most twice
+    :math:`\sum_i |p'_i - p_i|`, about :math:`2^{-52}`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, q = np.array([[0.25, 0.25, 0.5]]), np.array([[1.0, 3e-322, 1e-322]])
+    >>> sort_key(p, q).tolist()  # the last two tie at +inf
+    [[0.25, inf, inf]]
+    >>> np.argsort(order_key(p, q), axis=-1).tolist()  # ratios 8.4e320 and 5.1e321
+    [[0, 1, 2]]
+    """
+    if not isinstance(p, np.ndarray):
+        return _scaled_key(p, q)
+    key = sort_key(p, q)
+    if key.size == 0:
+        return key
+    rows2 = key.reshape(-1, key.shape[-1])
+    check = np.flatnonzero(~(np.max(rows2, axis=-1) < np.inf))  # inf, or NaN (p = q = 0)
+    if check.size:
+        p2, q2 = p.reshape(rows2.shape), q.reshape(rows2.shape)
+        over = check[np.any(np.isinf(rows2[check]) & (q2[check] > 0), axis=-1)]
+        if over.size:
+            rows2[over] = _scaled_key(p2[over], q2[over])
+    return key
+
+
+def _scaled_key(p: Any, q: Any) -> Any:
+    """:math:`|p / (q\\,2^{64})|` (the key of :func:`order_key`'s overflowing rows)."""
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        key = p / (q * OVERFLOW_SHIFT)
     if isinstance(key, np.ndarray):
         return np.abs(key, out=key)
     return key.abs_()
@@ -160,40 +216,50 @@ def prefix_Q_conditional_poisson(qs: Any, n: int) -> Any:
     a sum of non-negative terms (no cancellation, unlike Newton's identities).  Each level is
     divided by its total :math:`e_m(q)` as it is formed, so every stored value lies in [0, 1]
     and neither :math:`e_m` overflows nor underflows at V = 152,064; the scales cancel in the
-    ratio: :math:`\tilde e_m(H_k) = \sum_{i\le k} (q(i) / t_m)\,\tilde e_{m-1}(H_{i-1})` with
+    ratio: :math:`\tilde e_m(H_k) = \sum_{i\le k} q(i)\,\tilde e_{m-1}(H_{i-1}) / t_m` with
     :math:`t_m = \sum_i q(i)\tilde e_{m-1}(H_{i-1})`, and :math:`Q(H_k) = \tilde e_n(H_k)`.
-    The total :math:`t_m` is formed first and divides ``q`` before the products: a term
-    :math:`q(i)\tilde e_{m-1}(H_{i-1})` below the smallest double (masses near 1e-200, n = 3) is
-    still a representable fraction of :math:`t_m`, and the products that underflow in
-    :math:`t_m` are below :math:`\varepsilon\, t_m`.
+
+    The levels are normalised to total 1, so a partial value :math:`\tilde e_m(H)` far below
+    its total keeps only a few bits (subnormal), and a product :math:`q(i)\tilde
+    e_{m-1}(H_{i-1})` may underflow although, times a large mass at the next level, it is a fair
+    share of that level (masses near 1e-200 with n = 3, or a row whose masses beyond the n - 1
+    largest are subnormal: Q was off by 2e-6, and Q(Σ) came out 1.0094).  :func:`_cp_levels`
+    bounds what underflow may have cost each row from its level totals; no single scale would
+    do (with two normal masses and n = 4 the values that decide Q lie 2^-2000 below their
+    level), so the rows it flags take the recursion in logarithms (:func:`_cp_log_levels`),
+    which holds any range; torch computes both forms and chooses per row (no data-dependent
+    branch on a device).  Both forms end on the last level divided by its own last value:
+    Q(Σ) = 1 exactly, and Q <= 1.
 
     Examples
     --------
     >>> import numpy as np
     >>> prefix_Q_conditional_poisson(np.array([[0.5, 0.3, 0.2]]), 2).round(6).tolist()
     [[0.0, 0.483871, 1.0]]
+    >>> Q = prefix_Q_conditional_poisson(np.array([[1.0, 3e-322, 2.4e-322, 7e-320]]), 3)
+    >>> Q.round(6).tolist()  # 61, 49 and 14,168 units of 2^-1074: Q(first 3) = 2989/1561469
+    [[0.0, 0.0, 0.001914, 1.0]]
     """
     xp = bk.namespace(qs)
-    if bk.is_torch(qs):  # no data-dependent branch on a device: both forms, chosen per row
-        e = _cp_levels(xp.asarray(qs, copy=True), n, scaled=True)
-        ok = xp.all(xp.isfinite(e), axis=-1, keepdims=True)
-        return xp.where(ok, e, _cp_log_levels(qs, n))
     with np.errstate(all="ignore"):
-        e, tiny = _cp_levels(qs, n, scaled=False)
-        if bool(tiny.any()):  # a level total below TINY_TOTAL: redo those rows scaled
-            e[tiny] = _cp_levels(xp.asarray(qs[tiny], copy=True), n, scaled=True)
-            bad = ~np.all(np.isfinite(e), axis=-1)  # the total itself subnormal: q / t overflows
-            if bool(bad.any()):
-                e[bad] = _cp_log_levels(qs[bad], n)
+        e, lossy = _cp_levels(qs, n)
+        if bk.is_torch(qs):  # no data-dependent branch on a device: both forms, chosen per row
+            ok = xp.all(xp.isfinite(e), axis=-1, keepdims=True) & ~lossy[..., None]
+            return xp.where(ok, e, _cp_log_levels(qs * _log_scale(qs), n))
+        lossy |= ~np.all(np.isfinite(e), axis=-1)
+        if bool(lossy.any()):  # underflow may have moved Q: those rows in logarithms
+            e[lossy] = _cp_log_levels(qs[lossy] * _log_scale(qs[lossy]), n)
     return e
 
 
 def _cp_log_levels(qs: Any, n: int) -> Any:
-    r"""The level recursion in logarithms, for rows beyond the range of doubles (e.g. q(i) =
-    5e-324): :math:`\log \tilde e_m(H_k) = \operatorname{logcumsumexp}_{i \le k}(\log q(i) +
-    \log \tilde e_{m-1}(H_{i-1}))`, minus its last value.  Relative accuracy about
-    :math:`\varepsilon \max|\log \tilde e|` (at most ~750 ε), so it serves only rows the two
-    other forms cannot."""
+    r"""The level recursion in logarithms, for rows beyond the range of doubles
+    (:func:`prefix_Q_conditional_poisson`): :math:`\log \tilde e_m(H_k) =
+    \operatorname{logcumsumexp}_{i \le k}(\log q(i) + \log \tilde e_{m-1}(H_{i-1}))`, minus its
+    last value.  Each term carries an absolute error of about ε times the magnitude of the
+    logarithms it adds, so the row comes scaled by :func:`_log_scale` (subnormal masses and
+    masses near 1 then both within 2^±600): on subnormal rows, n = 2..8, Q within 3e-13 of
+    the exact rationals (``tests/fast/test_subnormal.py``)."""
     xp = bk.namespace(qs)
     with np.errstate(divide="ignore", invalid="ignore"):
         lq = xp.log(qs)
@@ -206,36 +272,63 @@ def _cp_log_levels(qs: Any, n: int) -> Any:
         return xp.exp(L)
 
 
-#: Level totals below this may have lost terms to underflow that are not below ε of the total
-#: (the smallest normal double is 2.2e-308; ε · 1e-280 is far above it).
-TINY_TOTAL = 1e-280
+#: A row whose levels underflow may have moved by more than 2^-UNDERFLOW_BITS (of the level's
+#: total, :func:`_cp_levels`) takes the recursion in logarithms.
+UNDERFLOW_BITS: int = 60
+_UNDER = 2.0**-1074  # more than a product or quotient that underflows loses (half of this)
+#: :func:`_log_scale` brings a row's largest mass to [2^(LOG_TOP - 1), 2^LOG_TOP) (float64;
+#: float32, whose range is 2^±128: a tenth of it), so that its logarithms are centred.
+LOG_TOP: int = 480
 
 
-def _cp_levels(qs: Any, n: int, scaled: bool) -> Any:
-    """The level recursion of :func:`prefix_Q_conditional_poisson`.
+def _log_scale(qs: Any) -> Any:
+    r"""(B, 1) powers of two :math:`2^s`, :math:`2^s \max_i q(i) \in [2^{t-1}, 2^t)` with
+    :math:`t` = :data:`LOG_TOP` (float32: 48): exact, and the law (homogeneous of degree 0
+    in q) is unchanged."""
+    xp = bk.namespace(qs)
+    top_exp = LOG_TOP // 10 if "32" in str(qs.dtype) else LOG_TOP
+    cap = 2 * top_exp  # a row without mass keeps a finite scale
+    top = xp.max(qs, axis=-1, keepdims=True)
+    if isinstance(top, np.ndarray):
+        _, ex = np.frexp(top)
+        return np.ldexp(1.0, np.clip(top_exp - ex, -cap, cap))
+    _, ex = top.frexp()
+    return xp.ones_like(top).ldexp_((top_exp - ex).clamp_(-cap, cap))
 
-    ``scaled=False``: products first, then each level divided by its total (one pass fewer);
-    returns ``(e, rows whose some level total fell below TINY_TOTAL)``.  ``scaled=True``: the
-    total first, q divided by it before the products (safe at any scale); returns ``e``.
+
+def _cp_levels(qs: Any, n: int) -> tuple[Any, Any]:
+    r"""The level recursion of :func:`prefix_Q_conditional_poisson`: products first, then each
+    level divided by its total; returns ``(e, rows that underflow may have moved by more than
+    2^-UNDERFLOW_BITS)``.  ``qs`` is read, not written.
+
+    Rounding in the normal range is relative and harmless (sums of non-negative terms); what
+    underflows is lost absolutely, at most :math:`2^{-1075}` per product and per quotient
+    (counted as :math:`2^{-1074}`), and a
+    value lost at one level is multiplied by up to :math:`q(\Sigma)/t_m` at the next (a tiny
+    value times a large mass can be a fair share of a small level).  So the absolute error of
+    level m in units of its total obeys
+
+    .. math:: \delta_m \le (q(\Sigma)\,\delta_{m-1} + V\,2^{-1074}) / t_m + 2^{-1074},
+              \qquad \delta_1 = 2^{-1074}
+
+    from the level totals alone (B n scalars): a row whose :math:`\delta_n` exceeds
+    :math:`2^{-60}` is flagged (all the flagged rows of the tests have masses near or below
+    1e-200; ordinary rows have :math:`\delta_n` near 1e-300).
     """
     xp = bk.namespace(qs)
+    V = qs.shape[-1]
     e = bk.cumsum(xp.asarray(qs, copy=True))
-    e /= xp.asarray(e[..., -1:], copy=True)
-    tiny = None if scaled else xp.zeros(qs.shape[:-1], dtype=bool)
+    mass = xp.asarray(e[..., -1:], copy=True)
+    e /= mass
+    delta = xp.zeros_like(mass) + _UNDER
     for _ in range(2, n + 1):
-        if scaled:
-            terms = qs[..., 1:] / bk.rowdot(qs[..., 1:], e[..., :-1])  # q(i) / t_m
-            terms *= e[..., :-1]
-            e[..., 1:] = terms
-        else:
-            e[..., 1:] = qs[..., 1:] * e[..., :-1]
+        e[..., 1:] = qs[..., 1:] * e[..., :-1]
         e[..., 0] = 0.0
         e = bk.cumsum(e)
-        if not scaled:
-            total = xp.asarray(e[..., -1:], copy=True)
-            tiny |= total[..., 0] < TINY_TOTAL
-            e /= total
-    return e if scaled else (e, tiny)
+        total = xp.asarray(e[..., -1:], copy=True)
+        delta = (mass * delta + V * _UNDER) / total + _UNDER  # total = 0: inf or NaN, flagged
+        e /= total
+    return e, ~(delta[..., 0] <= 2.0**-UNDERFLOW_BITS)
 
 
 def prefix_min(P: Any, Q: Any, return_set: bool) -> tuple[Any, Any]:

@@ -20,11 +20,11 @@ from typing import Any
 from . import _backend as bk
 from .order import ratio_order
 from .prefix import (
+    order_key,
     prefix_min,
     prefix_Q_conditional_poisson,
     prefix_Q_with,
     prefix_Q_without2,
-    sort_key,
 )
 from .without import prefix_Q_without
 
@@ -83,7 +83,7 @@ def solve_sorted(p: Any, q: Any, n: int, kernel: str, return_set: bool = False):
     ([0.9375], [[True, False]])
     """
     xp = bk.namespace(p, q)
-    key = sort_key(p, q)
+    key = order_key(p, q)  # p/q, also where it overflows
     perm = ratio_order(key, stable=False)
     Q, err = prefix_Q(bk.gather(q, perm, out=key), n, kernel)  # reuse the key buffer
     alpha, k = prefix_min(bk.cumsum(bk.gather(p, perm)), Q, return_set)

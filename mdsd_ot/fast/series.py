@@ -135,7 +135,17 @@ from ._backend import is_numpy_array
 from ._dd import U, accurate_sum, cumsum_blocked, depth_cumsum, gamma
 from ._moments import beta_weights, heavy_moments, kappa_table, n_subsets
 
-__all__ = ["N_MAX", "PLANS", "series", "series_rows", "series_setup", "series_eval"]
+__all__ = [
+    "N_MAX",
+    "PLANS",
+    "TINY_BITS",
+    "series",
+    "series_rows",
+    "series_setup",
+    "series_eval",
+    "scaled_rows",
+    "tiny_rows",
+]
 
 #: Largest number of drafts supported by :func:`mdsd_ot.fast.without.prefix_Q_without`.
 N_MAX: int = 8
@@ -181,14 +191,68 @@ def _tail_factor(K: int, a: int, rho: Any, xp: Any) -> Any:
     return xp.where(ok, math.comb(K + 1 + a, a) * rho / safe, xp.full_like(r, math.inf))
 
 
+#: A row's masses beyond its n - 1 largest may sum to less than 2^-TINY_BITS of its largest:
+#: then :math:`d(D) = T - q(D)` is that small, the heavy moments (about :math:`K!/d(D)`) near
+#: overflow and the masses in it may be subnormal (a few bits each).  The sorting path scales
+#: such rows (:func:`scaled_rows`); the bucket path sorts them (``ctx["refuse"]``).
+TINY_BITS: int = 800
+#: ... by the power of two that brings the row's largest mass near 2^SCALE_BITS: every positive
+#: mass (at least 2^-1074 times the row's scale) is then above 2^-562, every moment below 2^600.
+SCALE_BITS: int = 512
+
+
+def tiny_rows(q: Any, n: int, xp: Any) -> Any:
+    """(B,) True where fewer than n masses of a row lie within 2^-:data:`TINY_BITS` of its
+    largest (so the mass outside its n - 1 largest may be below that: a row to scale)."""
+    top = xp.max(q, axis=-1, keepdims=True)
+    near = xp.sum(xp.astype(q >= top * 2.0**-TINY_BITS, xp.int64), axis=-1)
+    return near < n
+
+
+def scaled_rows(q: Any, n: int, xp: Any) -> Any:
+    r"""q with each :func:`tiny_rows` row multiplied by :math:`2^s`, its largest mass brought
+    to :math:`[2^{511}, 2^{512})` (:data:`SCALE_BITS`); the other rows as they are.
+
+    The sequential law is that of :math:`q / T`, so an exact power of two changes neither Q
+    nor its certified bound, only the range the computation works in: on a row whose masses
+    beyond the n - 1 largest are subnormal, :math:`1/d(D)` overflowed (Q was NaN).  numpy
+    copies only when a row is scaled; torch multiplies every row (by 1 mostly: no
+    data-dependent branch on a device).
+
+    Examples
+    --------
+    >>> q = np.array([[1.0, 3e-322, 1e-322, 2e-322]])  # 3e-322: 61 units of 2^-1074
+    >>> s = scaled_rows(q, 3, np)
+    >>> bool(s[0, 0] == 2.0**511), bool(s[0, 1] == 61 * 2.0**-563)  # exact, normal doubles
+    (True, True)
+    >>> q = np.array([[0.5, 0.5, 1e-322]])
+    >>> scaled_rows(q, 2, np) is q  # two masses near the largest: as it is
+    True
+    """
+    tiny = tiny_rows(q, n, xp)
+    if is_numpy_array(q) and not bool(np.any(tiny)):
+        return q
+    top = xp.max(q, axis=-1)
+    if is_numpy_array(q):
+        _, ex = np.frexp(top)
+        scale = np.where(tiny, np.ldexp(1.0, np.clip(SCALE_BITS - ex, -1000, 1000)), 1.0)
+    else:
+        _, ex = top.frexp()
+        k = xp.where(tiny, (SCALE_BITS - ex).clamp_(-1000, 1000), xp.zeros_like(ex))
+        scale = xp.ones_like(top).ldexp_(k)
+    return q * scale[:, None]
+
+
 def series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tuple[Any, Any]:
     r"""Q on every prefix k = 0..V and the certified bound per row, (B, V) float64 rows, n >= 2.
 
     ``plan`` = (heavy tokens m, Taylor order K) overrides :data:`PLANS` (the tests force early
-    truncation with it).  Masses near the bottom of the float range (below about 1e-290) can
-    overflow the unused high-order heavy moments (and ``0 * inf`` on prefixes whose value is then
-    set exactly); numpy's overflow, underflow and invalid-value warnings are silenced here, and
-    a bound that could not be formed is reported as ``inf``, never NaN.
+    truncation with it).  A row whose masses beyond its n - 1 largest are tiny (subnormal:
+    :func:`tiny_rows`) is computed on :func:`scaled_rows`, the same law in a range where every
+    quantity is a normal double.  numpy's overflow, underflow and invalid-value warnings (masses
+    near the bottom of the range can still overflow the unused high-order heavy moments, and
+    give ``0 * inf`` on prefixes whose value is then set exactly) are silenced here, and a bound
+    that could not be formed is reported as ``inf``, never NaN.
 
     Examples
     --------
@@ -198,8 +262,8 @@ def series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tupl
     """
     if is_numpy_array(q):
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            return _series(q, n, xp, plan)
-    return _series(q, n, xp, plan)
+            return _series(scaled_rows(q, n, xp), n, xp, plan)
+    return _series(scaled_rows(q, n, xp), n, xp, plan)
 
 
 def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any, Any]:
@@ -291,6 +355,10 @@ def series_setup(
         "hmask": hmask,
         "qlight": qlight,
         "kap": bk.const(q, ("kappa", K, n), lambda: kappa_table(K, n)),  # (K+1, n)
+        # the mass beyond the n - 1 largest below 2^-TINY_BITS of the largest: the moments may
+        # have overflowed or lost their subnormal masses (callers that cannot scale the row,
+        # as series() does, refuse it)
+        "refuse": delta[:, n - 1] < qtop[:, 0] * 2.0**-TINY_BITS,
     }
     if row:  # one row: compiled, the same bits
         wts = beta_weights(n, K)

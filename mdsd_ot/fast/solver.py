@@ -22,7 +22,7 @@ from . import _backend as bk
 from .bucket import shared_buckets, solve_bucketed, supports
 from .greedy import greedy, single
 from .order import ratio_order
-from .prefix import prefix_min, sort_key
+from .prefix import order_key, prefix_min
 from .scan import KERNELS, solve_sorted
 
 __all__ = [
@@ -218,7 +218,7 @@ def solve_rows_laws(
     if rest:
         xp = bk.namespace(p, q)
         P, Q = normalised(p, q, sums)
-        perm = ratio_order(sort_key(P, Q), stable=False)
+        perm = ratio_order(order_key(P, Q), stable=False)
         qs = bk.gather(Q, perm)
         Pc = bk.cumsum(bk.gather(P, perm))
         for i in rest:
