@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -180,3 +181,14 @@ def g_test_pvalue(out: np.ndarray, p: np.ndarray, min_expected: float = 20.0) ->
     nz = obs > 0
     G = 2.0 * np.sum(obs[nz] * np.log(obs[nz] / exp[nz]))
     return float(chi2.sf(G, max(len(obs) - 1, 1)))
+
+
+def array_libs() -> list[tuple[str, Any]]:
+    """``[(name, convert)]``: numpy, and torch (CPU tensors) when the torch extra is installed;
+    for tests that run one input as an array of each library."""
+    libs: list[tuple[str, Any]] = [("numpy", np.asarray)]
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the torch extra is not installed
+        return libs
+    return [*libs, ("torch", lambda x: torch.as_tensor(np.asarray(x)))]

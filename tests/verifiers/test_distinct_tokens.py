@@ -25,21 +25,13 @@ from mdsd_ot.drafts import (
 from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal
 from mdsd_ot.verifiers.chain.batched import verify_rows
+from testkit import array_libs
 
 DISTINCT = [(Greedy, 2), (Greedy, 3), (SpecHub, 2), (WithoutReplacement, 2)]
 DISTINCT += [(WithoutReplacement, 3), (ConditionalPoisson, 2), (ConditionalPoisson, 3)]
 CHAIN = [(WithoutReplacement, 2), (WithoutReplacement, 3)]
 CHAIN += [(ConditionalPoisson, 2), (ConditionalPoisson, 3)]
 FIX = r"distinct tokens .*draw them with mdsd_ot\.verifiers\._draws\.sample_drafts"
-
-
-def _libs():
-    libs = [("numpy", np.asarray)]
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the torch extra is not installed
-        return libs
-    return [*libs, ("torch", lambda x: torch.as_tensor(np.asarray(x)))]
 
 
 def _law(cls, n, V, seed):
@@ -77,7 +69,7 @@ def test_sample_refuses_a_repeated_token(cls, n):
             v.sample(p, bad[4], 3)  # one (n,) tuple: row 0 of a batch of 1
 
 
-@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("lib,conv", array_libs(), ids=[name for name, _ in array_libs()])
 @pytest.mark.parametrize("V", [200, 6])  # 6: the set-reduced plan (Optimal) on the host
 @pytest.mark.parametrize("cls,n", CHAIN, ids=[f"{c.__name__}-{n}" for c, n in CHAIN])
 def test_sample_rows_refuses_a_repeated_token(cls, n, V, lib, conv):
@@ -98,7 +90,7 @@ def test_sample_rows_refuses_a_repeated_token(cls, n, V, lib, conv):
             v.sample_rows(conv(P), conv(Q), conv(bad3), 0)
 
 
-@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("lib,conv", array_libs(), ids=[name for name, _ in array_libs()])
 def test_verify_rows_cp2_refuses_a_repeated_token(lib, conv):
     P = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]])
     Q = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
@@ -109,7 +101,7 @@ def test_verify_rows_cp2_refuses_a_repeated_token(lib, conv):
     verify_rows(conv(P), conv(Q), 2, conv([[0, 0], [2, 2]]), 0)  # relabel: i.i.d. drafts
 
 
-@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("lib,conv", array_libs(), ids=[name for name, _ in array_libs()])
 def test_iid_drafts_may_repeat(lib, conv):
     P = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]])
     Q = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])

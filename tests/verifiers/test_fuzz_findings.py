@@ -34,6 +34,7 @@ from mdsd_ot.drafts._base import Vector
 from mdsd_ot.verifiers.chain import sample as chain_sample
 from mdsd_ot.verifiers.chain.exact import exact_swap_plan, given, select_law
 from mdsd_ot.verifiers.chain.plan import build_plan
+from testkit import array_libs
 
 FIX = r"draw the tuples with mdsd_ot\.verifiers\._draws\.sample_drafts"
 
@@ -234,16 +235,7 @@ def test_sample_refuses_a_token_of_zero_mass_rational_and_product():
         verifiers.get("optimal", prod).sample([0.2, 0.3, 0.5], [[0, 1], [0, 0]], 0)
 
 
-def _libs():
-    libs = [("numpy", np.asarray)]
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the torch extra is not installed
-        return libs
-    return [*libs, ("torch", lambda x: torch.as_tensor(np.asarray(x)))]
-
-
-@pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])
+@pytest.mark.parametrize("lib,conv", array_libs(), ids=[name for name, _ in array_libs()])
 @pytest.mark.parametrize("cls,n", [(WithReplacement, 2), (ConditionalPoisson, 2),
                                    (WithoutReplacement, 3)])  # fmt: skip
 def test_sample_rows_refuses_a_token_of_zero_mass(lib, conv, cls, n):

@@ -166,15 +166,22 @@ def _draw_entries(
     hi = lo + count[rows]
     end = hi.copy()
     u = rng.integers(0, QUANT, size=len(rows), dtype=np.int64)
-    while True:  # first entry with cum > u inside [start, start + count)
+    return _first_above(cum, u, lo, hi), end  # first entry with cum > u in [start, start + count)
+
+
+def _first_above(values: np.ndarray, u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per draw d, the first index i in ``[lo[d], hi[d])`` with ``values[i] > u[d]`` (``hi[d]``
+    where there is none): a vectorised binary search over segments on which ``values`` does not
+    decrease (cumulative sums of one row, of one tuple)."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
         open_ = lo < hi
         if not open_.any():
-            break
+            return lo
         mid = (lo + hi) // 2
-        right = open_ & (cum[np.where(open_, mid, 0)] <= u)
+        right = open_ & (values[np.where(open_, mid, 0)] <= u)
         lo = np.where(right, mid + 1, lo)
         hi = np.where(open_ & ~right, mid, hi)
-    return lo, end
 
 
 def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -276,15 +283,7 @@ def stream_select(
         r = rest[b_of, m - 1]
         G *= r / (r + over)
     u = rng.random(B)
-    lo, hi = seg[:-1].copy(), seg[1:].copy()  # first entry of its tuple with G > u
-    while True:
-        open_ = lo < hi
-        if not open_.any():
-            break
-        mid = (lo + hi) // 2
-        right = open_ & (G[np.where(open_, mid, 0)] <= u)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(open_ & ~right, mid, hi)
+    lo = _first_above(G, u, seg[:-1], seg[1:])  # first entry of its tuple with G > u
     k = np.minimum(lo, seg[1:] - 1)  # G = 1 at a tuple's last entry: u < 1 stops before
     return i_of[k], level[k]
 
