@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from fractions import Fraction as Fr
 
@@ -103,9 +102,38 @@ def test_stream_select_realises_the_exact_selection_law(con, gap):
 
 
 @pytest.mark.parametrize("con", ["seq-swap", "seq-swap-h"])
+@pytest.mark.parametrize("cap", [None, float("inf"), -1.0])
+def test_piece_levels_mixes_the_two_routes_with_the_exact_law(con, cap, monkeypatch):
+    """``piece_levels`` resamples the stream for tuples expecting at most STREAM_REPEATS
+    repeats and draws the rest by ``stream_select``: with the five tuples interleaved in one
+    batch at 1 - q_max = 1e-2 (the heavy token drafted: about 99 extra picks expected, for
+    seq-swap; the stream otherwise), the default cap mixes the routes, inf takes the stream for all, -1 the closed
+    form; each tuple's selection passes a G-test against the exact law (level 1e-4)."""
+    if cap is not None:
+        monkeypatch.setattr(chain_sample, "STREAM_REPEATS", cap)
+    V, n = 6, 3
+    q = _peaked(V, 1e-2, heavy=2)
+    p = np.random.default_rng(11).dirichlet(np.ones(V))
+    plan, ref = _plans(p, q, n, con)
+    tups = [(2, 1, 4), (1, 2, 3), (4, 2, 1), (3, 1, 2), (0, 1, 3)]
+    N = 20_000
+    t = np.array(tups * N)
+    pick = np.argmax(chain_sample.piece_levels(plan, t, np.random.default_rng(23)), axis=1)
+    for j, tup in enumerate(tups):
+        law = select_law(ref, tup)
+        obs = np.bincount(pick[j :: len(tups)], minlength=n).astype(float)
+        exp = N * np.array([float(law.get(x, 0)) for x in tup])
+        G, dof = _g_stat(obs, exp)
+        if dof > 0:
+            assert G < chi2.ppf(1 - 1e-4, dof), (cap, tup, obs, exp)
+        else:
+            assert obs[exp > 0].sum() == N
+
+
+@pytest.mark.parametrize("con", ["seq-swap", "seq-swap-h"])
 def test_seq_swap_samples_extremely_peaked_rows_in_bounded_memory(con):
-    """V = 50, 1 - q_max = 1e-8: 3,000 tuples in under 5 s with under 64 MiB allocated
-    (was: about 1e8 draws per drafted tuple, 179 GiB)."""
+    """V = 50, 1 - q_max = 1e-8: 3,000 tuples with under 64 MiB allocated (was: about 1e8
+    draws per drafted tuple, 179 GiB).  The time is not asserted (benchmarks time things)."""
     V, n = 50, 3
     q = _peaked(V, 1e-8, heavy=7)
     p = np.random.default_rng(2).dirichlet(np.ones(V))
@@ -116,14 +144,36 @@ def test_seq_swap_samples_extremely_peaked_rows_in_bounded_memory(con):
     t[:1000, [0, 1]] = t[:1000, [1, 0]]  # and at every position
     tracemalloc.start()
     try:
-        t0 = time.perf_counter()
         out = chain_sample.sample_plan(plan, t, rng)
-        took = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert out.shape == (3000,) and ((out >= 0) & (out < V)).all()
-    assert took < 5.0 and peak < 64 * 2**20, (took, peak)
+    assert peak < 64 * 2**20, peak
+
+
+@pytest.mark.parametrize("con", ["seq-swap", "seq-swap-h"])
+def test_stream_select_in_blocks_equals_one_block(con, monkeypatch):
+    """The tuples go in blocks of at most STREAM_ENTRIES (draft, piece) entries (10^5 tuples at
+    V = 152,064 in one block took 24 GB and the slow suite was killed): with tiny blocks the
+    picks and levels are those of one block, bit for bit (one uniform per tuple, in order)."""
+    V, n = 50, 3
+    q = _peaked(V, 1e-3, heavy=7)
+    p = np.random.default_rng(2).dirichlet(np.ones(V))
+    plan = build_plan(p, q, n, con)
+    t = WithoutReplacement(q, n).sample(np.random.default_rng(4), 500)
+    one = chain_sample.stream_select(plan, t, np.random.default_rng(5))
+    monkeypatch.setattr(chain_sample, "STREAM_ENTRIES", 64)
+    many = chain_sample.stream_select(plan, t, np.random.default_rng(5))
+    assert np.array_equal(one[0], many[0]) and np.array_equal(one[1], many[1])
+    peak = []
+    real = chain_sample._stream_select_block
+    monkeypatch.setattr(
+        chain_sample, "_stream_select_block",
+        lambda plan, tt, rng: peak.append(len(tt)) or real(plan, tt, rng),
+    )  # fmt: skip
+    chain_sample.stream_select(plan, t, np.random.default_rng(5))
+    assert len(peak) > 10 and sum(peak) == len(t)
 
 
 # -- 2. .exact with float input at extreme masses -------------------------------------------

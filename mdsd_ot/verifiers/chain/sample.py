@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -184,25 +185,64 @@ def _first_above(values: np.ndarray, u: np.ndarray, lo: np.ndarray, hi: np.ndarr
         hi = np.where(open_ & ~right, mid, hi)
 
 
+#: ``seq-swap`` / ``seq-swap-h``: tuples whose stopped stream is expected to pick at most this
+#: many pieces beyond one per draft (repeats of ``plan.single`` tokens pick nothing) are
+#: sampled by resampling the stream (a binary search per pick); the others by
+#: :func:`stream_select`, whose cost, n times the pieces of a slot (up to thousands at
+#: V = 152,064), does not grow with :math:`1/(1 - q_{max})`.
+STREAM_REPEATS: float = 32.0
+
+
 def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Levels whose maximum along a row is the selected draft's highest piece (shape of ``t``).
 
     ``cp-swap``: one pick per drafted token, every draft's level.  ``seq-swap`` and
-    ``seq-swap-h``: the highest piece over all draws of the stopped stream, drawn in one step by
-    :func:`stream_select`; the selected draft holds its level, the others -1 (their highest
-    pieces lie below it and are not drawn).  ``np.argmax(..., axis=1)`` is the selected draft
-    either way.
+    ``seq-swap-h`` (the tokens of ``plan.single`` pick once for all their draws): the highest
+    piece over all draws of the stopped stream, either by resampling the stream
+    (:func:`stream_counts`; tuples expecting at most :data:`STREAM_REPEATS` extra picks: every
+    draft's level) or drawn in one step by :func:`stream_select` (the others: the selected
+    draft holds its level, the rest -1, their highest pieces lying below it).  Both realise the
+    same law given the tuple (:func:`stream_select`'s proof), so ``np.argmax(..., axis=1)`` is
+    the selected draft either way.
     """
     if plan.construction in ("seq-swap", "seq-swap-h"):
-        pick, level = stream_select(plan, t, rng)
+        rest, T = unseen_mass(t, plan.q)
+        single = np.zeros(t.shape, dtype=bool)
+        if plan.construction == "seq-swap-h" and plan.single is not None and plan.single.size:
+            single = np.isin(t, plan.single)  # picks once, however often it is drawn
+        # expected picks beyond one per draft: between the m-th and the (m+1)-th new value the
+        # stream repeats E[R_m] = (T - r_m) / r_m seen values, a share (picking mass of
+        # x_1..x_m) / (T - r_m) of them picking a piece
+        seen = np.cumsum(np.where(single, 0.0, plan.q[t]), axis=1)[:, :-1]
+        picks = np.sum(seen / np.maximum(rest[:, :-1], 1e-300), axis=1)
+        few = picks <= STREAM_REPEATS
         out = np.full(t.shape, -1, dtype=np.int64)
-        out[np.arange(len(t)), pick] = level
+        if few.any():
+            reps = stream_counts(t[few], plan.q, rng)
+            if plan.single is not None and plan.single.size:
+                reps[np.isin(t[few], plan.single)] = 1  # one pick, independent of the stream
+            out[few] = _highest_pieces(plan, t[few], rng, reps)
+        if not few.all():
+            rows = np.flatnonzero(~few)
+            pick, level = stream_select(plan, t[rows], rng)
+            out[rows, pick] = level
         return out
+    return _highest_pieces(plan, t, rng)
+
+
+def _highest_pieces(
+    plan: Plan, t: np.ndarray, rng: np.random.Generator, reps: np.ndarray | None = None
+) -> np.ndarray:
+    """Every draft's highest piece over ``reps`` picks of its slot (one pick without)."""
     own = plan.slots_of(t)
     uniq, inv = np.unique(own.ravel(), return_inverse=True)
     qi, lev, prob = plan.pieces.rows(uniq)
-    lo, _ = _draw_entries(qi, prob, len(uniq), inv.ravel(), rng)
-    return lev[np.minimum(lo, len(lev) - 1)].reshape(t.shape)
+    draft = np.arange(own.size) if reps is None else np.repeat(np.arange(own.size), reps.ravel())
+    lo, _ = _draw_entries(qi, prob, len(uniq), inv.ravel()[draft], rng)
+    level = lev[np.minimum(lo, len(lev) - 1)]
+    out = np.full(own.size, -1, dtype=np.int64)
+    np.maximum.at(out, draft, level)
+    return out.reshape(t.shape)
 
 
 def stream_select(
@@ -241,10 +281,34 @@ def stream_select(
 
     Every factor is a ratio of non-negative terms: :math:`1 - b_i` is the exact integer tail
     of the quantised kernel and :math:`r_m` comes from :func:`unseen_mass`, so G carries a
-    relative error of a few units of roundoff at any :math:`q_{max}`.  Cost O(B n P) time and
-    memory, P the pieces per drafted slot; nothing grows with :math:`1/(1 - q_{max})`.
+    relative error of a few units of roundoff at any :math:`q_{max}`.  Cost O(B n P) time, P the
+    pieces per drafted slot, and memory for at most :data:`STREAM_ENTRIES` (draft, piece)
+    entries at a time (the tuples go in blocks: at V = 152,064 a slot holds up to a few
+    thousand pieces, and 10⁵ tuples in one block took 24 GB); nothing grows with
+    :math:`1/(1 - q_{max})`.
     """
     t = np.asarray(t, dtype=np.int64)
+    B, n = t.shape
+    if B == 0:
+        return _stream_select_block(plan, t, rng)
+    uniq, inv = np.unique(plan.slots_of(t).ravel(), return_inverse=True)
+    cnt = np.bincount(plan.pieces.rows(uniq)[0], minlength=len(uniq))
+    ends = np.cumsum(cnt[inv.ravel()].reshape(B, n).sum(axis=1))  # entries up to each tuple
+    marks = np.arange(STREAM_ENTRIES, int(ends[-1]), STREAM_ENTRIES)
+    bounds = np.unique(np.concatenate([[0], np.searchsorted(ends, marks, side="right"), [B]]))
+    parts = [_stream_select_block(plan, t[a:b], rng) for a, b in pairwise(bounds.tolist())]
+    return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])
+
+
+#: :func:`stream_select` handles its tuples in blocks of about this many (draft, piece) entries
+#: (a dozen arrays of this length: about 0.4 GB).
+STREAM_ENTRIES: int = 1 << 22
+
+
+def _stream_select_block(
+    plan: Plan, t: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stream_select` on one block of tuples, all (draft, piece) entries at once."""
     B, n = t.shape
     own = plan.slots_of(t).ravel()
     uniq, inv = np.unique(own, return_inverse=True)
@@ -312,11 +376,7 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
     """One output token per tuple of ``t`` (B, n) (int64 array of shape (B,))."""
     t = np.asarray(t, dtype=np.int64)
     rows = np.arange(len(t))
-    if plan.pieces is not None and plan.construction in ("seq-swap", "seq-swap-h"):
-        pick, _ = stream_select(plan, t, rng)
-        sel = t[rows, pick]
-        sel_slot = plan.slots_of(sel)
-    elif plan.pieces is not None:
+    if plan.pieces is not None:  # the highest piece (seq-swap: the stream or stream_select)
         pick = np.argmax(piece_levels(plan, t, rng), axis=1)
         sel = t[rows, pick]
         sel_slot = plan.slots_of(sel)
