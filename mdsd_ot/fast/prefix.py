@@ -335,8 +335,8 @@ def prefix_min(P: Any, Q: Any, return_set: bool) -> tuple[Any, Any]:
     r""":math:`\alpha^* = 1 + \min(0, \min_k [P_k - Q_k])` and the argmin k (0 = empty set).
 
     ``P`` and ``Q`` hold prefixes k = 1..V (``P`` is overwritten with ``P - Q``); the empty
-    prefix (value 0) is added here, and the full one is pinned to its exact value 0.  α* is clipped to [0, 1] (rounding can leave it a few ulps
-    outside).  Returns ``(alpha, k)`` with ``k = None`` unless ``return_set``.
+    prefix (value 0) is added here, and the full one is pinned to its exact value 0.  α* is
+    clipped to [0, 1] (rounding can leave it a few ulps outside).  Returns ``(alpha, k)`` with ``k = None`` unless ``return_set``.
     """
     xp = bk.namespace(P)
     P -= Q

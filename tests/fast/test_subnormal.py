@@ -66,15 +66,7 @@ def exact_alpha(p: np.ndarray, q: np.ndarray, n: int, scheme: str) -> Fraction:
     if scheme == "with":
         Q = [Fraction(c, SQ) ** n for c in np.cumsum(qs, dtype=object)]
     elif scheme == "conditional-poisson":
-        total = [1] + [0] * n
-        for x in qs:
-            for m in range(n, 0, -1):
-                total[m] += x * total[m - 1]
-        e, Q = [1] + [0] * n, []
-        for x in qs:
-            for m in range(n, 0, -1):
-                e[m] += x * e[m - 1]
-            Q.append(Fraction(e[n], total[n]))
+        Q = _cp_prefix_units(qs, n)
     elif n == 2:
         c, A, B, Q = 0, Fraction(0), Fraction(0), []
         for x in qs:
@@ -268,8 +260,8 @@ def test_fused_front_declines_an_overflowed_ratio():
     assert _fused.bucket_front(tame, q, 6, 64) is not None
 
 
-def _exact_cp_prefix(qs: np.ndarray, n: int) -> list[Fraction]:
-    u = [_units(x) for x in qs.tolist()]
+def _cp_prefix_units(u: list[int], n: int) -> list[Fraction]:
+    """Conditional Poisson Q on every prefix of integer masses u, exactly: e_n(prefix) / e_n(all)."""
     total = [1] + [0] * n
     for x in u:
         for m in range(n, 0, -1):
@@ -280,6 +272,10 @@ def _exact_cp_prefix(qs: np.ndarray, n: int) -> list[Fraction]:
             e[m] += x * e[m - 1]
         out.append(Fraction(e[n], total[n]))
     return out
+
+
+def _exact_cp_prefix(qs: np.ndarray, n: int) -> list[Fraction]:
+    return _cp_prefix_units([_units(x) for x in qs.tolist()], n)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 6])
