@@ -45,6 +45,10 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    V = 300 (T = 0.3 and 0.5, seeds 0-11), each at n = 3 and 4 for both laws: rows with ε > 1e-6, the largest ε, the laws computed in all
    (retries included) and the runs kept.
 
+7. (``--point-mass``) drafts almost sure of one token: 1 - q_max = 1e-8 ... 1e-300 spread at
+   random over the other tokens (V = 2,000), sequential and conditional Poisson, n = 3 and 4:
+   the construction, ε, the law's bound and the setup time.
+
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
 loaded machine); the minima are printed as well.
@@ -56,6 +60,7 @@ Usage::
     python benchmarks/optimal_verifier.py --quick          # fewer repetitions, V = 500 reduced only
     python benchmarks/optimal_verifier.py --seq2 10        # sections 1-3 and 5
     python benchmarks/optimal_verifier.py --peaked --only  # section 6 alone
+    python benchmarks/optimal_verifier.py --point-mass --only  # section 7 alone
 """
 
 from __future__ import annotations
@@ -461,6 +466,40 @@ def peaked(quick: bool) -> None:
     _sweep(rows, "V=   300")
 
 
+def point_mass(quick: bool) -> None:
+    """Section 7: drafts almost sure of one token (1 - q_max = 1e-8 ... 1e-300)."""
+    from mdsd_ot import drafts as D
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.verifiers.chain import build_plan, construction_for
+
+    V = 2000
+    print(
+        f"\n7. drafts almost sure of one token (V = {V:,}, p flat Dirichlet, seed 0): the rest"
+        " 1 - q_max spread at random; ε = α* - certified acceptance, the law's bound, time"
+    )
+    print("   1 - q_max | law | n | construction | ε | law bound | setup")
+    for rest in (1e-8, 1e-12, 1e-16, 1e-20, 1e-30, 1e-300)[: 3 if quick else None]:
+        for cls, n in ((D.WithoutReplacement, 3), (D.WithoutReplacement, 4),
+                       (D.ConditionalPoisson, 3), (D.ConditionalPoisson, 4)):  # fmt: skip
+            g = np.random.default_rng(0)
+            q = g.random(V)
+            q[0] = 0.0
+            q = q / q.sum() * rest
+            q[0] = 1.0 - q.sum()
+            p = g.dirichlet(np.ones(V))
+            law = cls(q, n)
+            a = float(alpha_star(p, law))
+            t0 = time.perf_counter()
+            try:
+                plan = build_plan(p, law.q, n, construction_for(law))
+            except Exception as e:  # noqa: BLE001 - a benchmark reports every failure
+                print(f"   {rest:.0e} | {cls.__name__} | {n} | error: {type(e).__name__}: {e}")
+                continue
+            dt = time.perf_counter() - t0
+            print(f"   {rest:.0e} | {cls.__name__} | {n} | {plan.construction} | "
+                  f"{a - plan.acceptance:.1e} | {plan.law_error:.1e} | {dt * 1e3:.0f} ms")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -471,6 +510,8 @@ def main() -> None:
     ap.add_argument("--seq2", type=int, default=0, metavar="SEEDS",
                     help="also run section 5 (seq2 on SEEDS seeds x 3 noise levels)")  # fmt: skip
     ap.add_argument("--peaked", action="store_true", help="also run section 6 (peaked rows)")
+    ap.add_argument("--point-mass", action="store_true",
+                    help="also run section 7 (drafts almost sure of one token)")  # fmt: skip
     ap.add_argument("--only", action="store_true", help="skip sections 1-3")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
@@ -494,6 +535,8 @@ def main() -> None:
         seq2_accuracy((2000,) if a.quick else (2000, V_BIG), a.seq2)
     if a.peaked:
         peaked(a.quick)
+    if a.point_mass:
+        point_mass(a.quick)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -125,7 +125,9 @@ def test_the_other_model_is_the_first_retry(monkeypatch):
     unscaled run (the other model) and then the damped one, and all three are recorded."""
     p, q = _peaked(2000, 1)
     qs, D, s, law = _cp_setup(p, q, 4)
-    monkeypatch.setattr(pieces, "scaled_transfers", lambda qs, n, E, pairs, m: (pairs[2],) * 2)
+    monkeypatch.setattr(
+        pieces, "scaled_transfers", lambda qs, n, E, pairs, m, dom=None: (pairs[2],) * 2
+    )
     _, _, _, info = design_or_retry(qs, 4, D, s, law)
     retry = info["retry"]
     runs = {retry["kept"]} | (set(retry) - {"kept"})  # the run kept and the others recorded

@@ -24,7 +24,7 @@ from mdsd_ot import drafts  # noqa: E402
 from mdsd_ot.fast._fused import disabled  # noqa: E402
 from mdsd_ot.synthetic import synthetic_pair  # noqa: E402
 from mdsd_ot.verifiers.chain import _cutjit, build_plan, pieces, seqseries  # noqa: E402
-from mdsd_ot.verifiers.chain.cutlaw import blocked_cumsum, cumsum_depth  # noqa: E402
+from mdsd_ot.verifiers.chain.cutlaw import blocked_cumsum, cumsum_depth, total_mass  # noqa: E402
 from mdsd_ot.verifiers.chain.exact import ExactPlan, select_law  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -175,14 +175,52 @@ def test_heavy_configs_in_double_double():
 
 
 def test_heavy_mass_depth():
-    """The heavy masses' error in J: about (n - 1 + (K + n - 1) r) 2u over u, r = (T - δ)/δ;
-    none without heavy pieces; unbounded when δ is 0."""
-    for delta, K, n in ((0.9, 20, 4), (0.5, 12, 3), (0.03, 30, 5)):
-        c = n - 1 + (K + n - 1) * (1 / delta - 1)
-        D = seqseries.heavy_mass_depth(1.0, 0.0, delta, 21_000, K, n)
-        assert 2 * c <= D <= 2.01 * c + 2
-    assert seqseries.heavy_mass_depth(1.0, 0.0, 0.5, 0, 10, 3) == 0.0
-    assert seqseries.heavy_mass_depth(1.0, 0.0, 0.0, 5, 10, 3) == float("inf")
+    """The heavy masses' error in J: about 2(n - 1) + (K + n - 1)(n + 1) over u, whatever the
+    mass outside the heavy tokens (the denominators are summed, never subtracted); none
+    without heavy pieces."""
+    for K, n, m in ((20, 4, 12), (12, 3, 40), (30, 5, 8)):
+        c = 2 * (n - 1) + (K + n - 1) * (n + 1)
+        D = seqseries.heavy_mass_depth(21_000, K, n, m)
+        assert c <= D <= 1.01 * c + 2
+    assert seqseries.heavy_mass_depth(0, 10, 3, 5) == 0.0
+
+
+def test_rest_masses_and_subset_bases_are_sums_not_differences():
+    """delta_a and b(D) = T - q(D) within u of the exact values (Fractions) on a draft within
+    1e-20 of a point mass, where T - q_max in floating point is 0."""
+    qs = np.array([3e-21, 1.0, 5e-21, 2e-21])
+    assert float(np.sum(qs)) - 1.0 == 0.0  # the subtraction has no digit left
+    exact = [Fr(float(x)) for x in qs]
+    top = np.array([1, 2, 0, 3])
+    delta = seqseries.rest_masses(qs, top, 3)
+    for a in range(3):
+        want = sum(exact) - sum(exact[int(i)] for i in top[:a])
+        assert abs(Fr(float(delta[a])) - want) <= Fr(2.0**-53) * want
+    heavy = np.array([1, 2])  # slots 0 and 3 light
+    L_hi, L_lo = total_mass(np.where(np.isin(np.arange(4), heavy), 0.0, qs))
+    b = seqseries.subset_bases(qs[heavy], L_hi, L_lo, 3)
+    sets = [(), (0,), (1,), (0, 1)]  # seqseries._flat_layers(2, 3) order
+    assert len(b) == len(sets)
+    for val, D in zip(b, sets, strict=True):
+        want = sum(exact) - sum(exact[int(heavy[i])] for i in D)
+        assert abs(Fr(float(val)) - want) <= Fr(2.0**-52) * want
+
+
+def test_series_bound_near_a_point_mass():
+    """The sequential law of one piece per token, 1 - q_max from 1e-8 to 1e-300: within 1e-15 of
+    the law from WithoutReplacement.Q, with a bound below 1e-11 (it was 0.06 at 1e-12, and
+    choose_plan raised a math domain error from 1e-16 on)."""
+    g = np.random.default_rng(4)
+    for rest, n in ((1e-8, 3), (1e-12, 3), (1e-16, 4), (1e-20, 3), (1e-300, 3)):
+        qs = g.random(8)
+        qs[-1] = 0.0
+        qs = qs / qs.sum() * rest
+        qs[-1] = 1.0 - qs.sum()
+        T, err = seqseries.seq_series_law(qs, n, pieces.identity_pieces(8))
+        law = drafts.WithoutReplacement(qs, n)
+        ref = np.diff([float(law.Q(range(k))) for k in range(9)])
+        assert np.abs(T - ref).max() <= 1e-15, rest
+        assert err <= 1e-11, (rest, err)
 
 
 # -- the heavy moments -------------------------------------------------------------------------
@@ -214,11 +252,15 @@ def test_heavy_moments_match_numpy(m, n, K):
     W = np.vstack([np.zeros(m), np.cumsum(steps, axis=0)])
     W[5:9] = g.random((4, m)) * 0.1
     W[20:23] = W[19]
-    T_hi, T_lo = 1.0 + 2.0**-40, -(2.0**-95)
-    J1 = seqseries.heavy_moments(W, T_hi, T_lo, 0.01, K, n)
+    qh = W.max(axis=0) + 0.01
+    above = qh - W
+    above[30:40] = g.random((10, m)) * 0.1  # a change above the cut alone: recomputed too
+    base = seqseries.subset_bases(qh, 0.3, -(2.0**-95), n)
+    T_hi, T_lo = float(base[0]), 0.0
+    J1 = seqseries.heavy_moments(W, above, base, T_hi, T_lo, 0.01, K, n)
     with disabled():
         assert seqseries.kernels() is None
-        J0 = seqseries.heavy_moments(W, T_hi, T_lo, 0.01, K, n)
+        J0 = seqseries.heavy_moments(W, above, base, T_hi, T_lo, 0.01, K, n)
     assert _same(J1, J0)  # tolerance 0
     assert J1[:, 1].max() > 0 and np.all(J1[:, m + 1 :] == 0)  # sizes above m: none
 

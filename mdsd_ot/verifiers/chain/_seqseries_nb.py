@@ -128,9 +128,10 @@ def _k_configs(dh, th, Wc):  # pragma: no cover - compiled
 
 @jit
 def _k_heavy(
-    W, T_hi, T_lo, kt, g0, mem, par, mask, lay, J, G, dd, todo, acc, wv, pv
+    W, above, base, kt, g0, mem, par, mask, lay, J, G, dd, todo, acc, wv, pv
 ):  # pragma: no cover - compiled
-    # W (S, m) configurations; subsets by global index i (0: the empty set, size a holds
+    # W (S, m) configurations, above (S, m) the heavy masses above the cut, base (N,) the
+    # subsets' T - q(D) (seqseries.subset_bases); subsets by global index i (0: the empty set, size a holds
     # lay[a] <= i < lay[a + 1]), members mem[i, :a] ascending (bit set mask[i]), par[i, r] the
     # index of D less member r; G (N, K + 1) the G_D of the current configuration, dd (N,) their
     # d(D); J (S, n, K + 1) written for a = 1 .. A (the caller sets a = 0 and the rest).  Each
@@ -146,7 +147,7 @@ def _k_heavy(
     for s in range(S):
         chm = 0
         for t in range(m):
-            if s == 0 or not (W[s, t] == W[s - 1, t]):
+            if s == 0 or not (W[s, t] == W[s - 1, t] and above[s, t] == above[s - 1, t]):
                 chm |= np.int64(1) << t
         if chm == 0:  # the same masses: the same G_D, the same sums
             for a in range(1, A + 1):
@@ -159,16 +160,11 @@ def _k_heavy(
                 if mask[i] & chm:  # a member changed (else G_D's inputs, and bits, are the same)
                     todo[nt] = i
                     nt += 1
-                    # d(D) = T - w(D) by the TwoSum chain of seqseries._dd
-                    h = T_hi
-                    lo = T_lo
+                    # d(D) = b(D) + the members' masses above the cut (seqseries._heavy)
+                    h = base[i]
                     for r in range(a):
-                        b = -W[s, mem[i, r]]
-                        sm = h + b
-                        bb = sm - h
-                        lo = lo + ((h - (sm - bb)) + (b - bb))
-                        h = sm
-                    dd[i] = h + lo
+                        h = h + above[s, mem[i, r]]
+                    dd[i] = h
             for u in range(nt):  # the members' masses and the parents, by position
                 i = todo[u]
                 for r in range(a):

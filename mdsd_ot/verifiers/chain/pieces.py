@@ -56,7 +56,7 @@ from .relabel import QUANT, fifo_pairs
 
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
-    "pair_masses", "design",
+    "pair_masses", "design", "dominant_levels", "DOMINANT",
     "default_tol", "design_or_retry", "scaled_transfers", "AUTO_RATIO", "DAMPED_STEP",
     "DAMPED_ANDERSON", "DAMPED_MAX_ITER",
 ]  # fmt: skip
@@ -191,6 +191,42 @@ def cp_levels(qs: np.ndarray, n: int) -> list[np.ndarray]:
     return E
 
 
+#: A slot holding more than this share of the total mass is *dominant*
+#: (:func:`dominant_levels`).
+DOMINANT: float = 0.5
+
+Dominant = tuple[int, list[np.ndarray]]  # (slot, e_m(H_j minus the slot) for m = 0..n)
+
+
+def dominant_levels(qs: np.ndarray, n: int) -> Dominant | None:
+    r"""The dominant slot x (mass above :data:`DOMINANT` of the total), with
+    :math:`e_m(H_j \setminus x)` for m = 0..n, j = 0..V by their own positive prefix recursion;
+    None when no slot is dominant.
+
+    :func:`pair_coefficients` otherwise forms :math:`e_m(H_j \setminus x) = \sum_k (-q_x)^k
+    e_{m-k}(H_j)`: alternating terms of size about :math:`q_x^k`, so when the other masses add
+    up to :math:`\delta \ll q_x` a value of size :math:`\delta^m` keeps an absolute error of
+    about u, and at :math:`\delta = 10^{-8}` (a draft almost sure of one token) every digit is
+    lost: the model then asked nothing of the dominant token and the design stalled with a
+    shortfall of its whole demand.
+
+    Examples
+    --------
+    >>> qs = np.array([1.0 - 1e-9, 6e-10, 4e-10])
+    >>> x, lv = dominant_levels(qs, 2)
+    >>> x, float(lv[2][3])  # e_2 of the two light slots: 6e-10 * 4e-10
+    (0, 2.4e-19)
+    """
+    if len(qs) == 0:
+        return None
+    x = int(np.argmax(qs))
+    if not qs[x] > DOMINANT * float(np.sum(qs)):
+        return None
+    rest = qs.copy()
+    rest[x] = 0.0
+    return x, cp_levels(rest, n)
+
+
 def _without(E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int) -> np.ndarray:
     r""":math:`e_m(H_j \setminus x) = \sum_k (-q_x)^k e_{m-k}(H_j)` for x in :math:`H_j`
     (clipped at 0: a model quantity)."""
@@ -203,18 +239,30 @@ def _without(E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int) -> np.n
 
 
 def pair_coefficients(
-    qs: np.ndarray, n: int, E: list[np.ndarray], x: np.ndarray, y: np.ndarray
+    qs: np.ndarray,
+    n: int,
+    E: list[np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    dom: Dominant | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""The first-order coefficients :math:`(h, h', I, J)` of the pairs x < y (module
     docstring): :math:`h = q_x e_{n-2}(H_x)/e_n`, :math:`h' = q_y e_{n-2}(H_y \setminus x)/e_n`,
     :math:`I = [e_{n-1}(H_y \setminus x) - e_{n-1}(H_x)]^+/e_n`,
-    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`."""
+    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`; for pairs whose x is the dominant
+    slot of ``dom`` (:func:`dominant_levels`), :math:`e_m(H_y \setminus x)` from its levels."""
     en = max(float(E[n][-1]), 1e-300)
     qx, qy = qs[x], qs[y]
     lo = E[n - 2] if n >= 2 else E[0]
     h = qx * lo[x] / en
-    hp = qy * _without(E, y, qx, n - 2) / en if n >= 2 else qy / en
-    Iv = np.maximum(_without(E, y, qx, n - 1) - E[n - 1][x], 0.0) / en
+    wo2 = _without(E, y, qx, n - 2) if n >= 2 else None
+    wo1 = _without(E, y, qx, n - 1)
+    if dom is not None and np.any(mine := x == dom[0]):
+        wo1 = np.where(mine, dom[1][n - 1][y], wo1)
+        if n >= 2:
+            wo2 = np.where(mine, dom[1][n - 2][y], wo2)
+    hp = qy * wo2 / en if n >= 2 else qy / en
+    Iv = np.maximum(wo1 - E[n - 1][x], 0.0) / en
     Jv = np.maximum(E[n - 1][y] - E[n - 1][x + 1], 0.0) / en
     return h, hp, Iv, Jv
 
@@ -227,13 +275,15 @@ def pair_masses(
     y: np.ndarray,
     tau: np.ndarray,
     rigid: np.ndarray | None = None,
+    dom: Dominant | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Masses (a, b) of the pure-transfer model (module docstring) for pairs of slots x < y.
+    """Masses (a, b) of the pure-transfer model (module docstring) for pairs of slots x < y
+    (``dom``: :func:`dominant_levels`, for :func:`pair_coefficients`).
 
     A ``rigid`` slot is not split when its partner is not rigid: the pair is then a pure drop
     of y below x (x rigid: a = 0, x gains :math:`b h`) or a pure lift of x above y (y rigid:
     b = 0, x gains :math:`a (I + h')`)."""
-    h, hp, Iv, Jv = pair_coefficients(qs, n, E, x, y)
+    h, hp, Iv, Jv = pair_coefficients(qs, n, E, x, y, dom)
     det = Iv * Jv + Iv * h + hp * Jv
     flat = tau / np.maximum(Iv + h + hp, 1e-300)
     ok = det > 1e-12 * (Iv + h + hp) * (Jv + h + hp)
@@ -253,7 +303,12 @@ Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (x, y, τ) of the first-in 
 
 
 def scaled_transfers(
-    qs: np.ndarray, n: int, E: list[np.ndarray], pairs: Pairs, masses: tuple[np.ndarray, np.ndarray]
+    qs: np.ndarray,
+    n: int,
+    E: list[np.ndarray],
+    pairs: Pairs,
+    masses: tuple[np.ndarray, np.ndarray],
+    dom: Dominant | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""What the first-order model expects each pair to move once :func:`build_pieces` has scaled
     back the tokens whose pieces exceed their mass: ``(gain of x, loss of y)`` per pair of
@@ -297,7 +352,7 @@ def scaled_transfers(
     if not hit.any():
         return gain, loss
     xs, ys = x[hit], y[hit]
-    h, hp, Iv, Jv = pair_coefficients(qs, n, E, xs, ys)
+    h, hp, Iv, Jv = pair_coefficients(qs, n, E, xs, ys, dom)
     a2, b2 = a[hit] * sigma[xs], b[hit] * sigma[ys]
     gain[hit] = a2 * (Iv + hp) + b2 * h
     loss[hit] = b2 * (Jv + h) + a2 * hp
@@ -382,6 +437,7 @@ def design(
     tol = default_tol(V) if tol is None else tol
     live = qs > 0
     E = cp_levels(qs, n)
+    dom = dominant_levels(qs, n)
     jit = _cutjit.enabled() and rigid is None  # compiled pairing and model (the same values)
     Es = np.stack(E) if jit else None
     t = s.copy()
@@ -398,11 +454,13 @@ def design(
             sup, dem = _cutjit.split(D, t, live)
             x, y, tau = _cutjit.fifo_pairs(sup, dem)
             a, b = _cutjit.pair_masses(qs, n, Es, x, y, tau)
+            if dom is not None and np.any(mine := x == dom[0]):  # numpy's values there
+                a[mine], b[mine] = pair_masses(qs, n, E, x[mine], y[mine], tau[mine], None, dom)
         else:
             sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
             dem = np.where(live, np.maximum(t - D, 0.0), 0.0)
             x, y, tau = fifo_pairs(sup, dem)
-            a, b = pair_masses(qs, n, E, x, y, tau, rigid)
+            a, b = pair_masses(qs, n, E, x, y, tau, rigid, dom)
         kern = build_pieces(qs, x, y, a, b, draws)
         T, err = law(kern)
         scaled_back = scaled_back or kern.info["max_ratio"] > 1.0
@@ -421,7 +479,7 @@ def design(
             break
         moved = None
         if scaled and kern.info["max_ratio"] > 1.0:  # pieces scaled back: the model's own account
-            moved = scaled_transfers(qs, n, E, (x, y, tau), (a, b))
+            moved = scaled_transfers(qs, n, E, (x, y, tau), (a, b), dom)
         if jit and moved is None:
             f = _cutjit.residual(D, s, T, t, live, x, y, tau)
         else:

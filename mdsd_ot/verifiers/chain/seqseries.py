@@ -93,6 +93,7 @@ from .pieces import PieceKernel
 __all__ = [
     "seq_series_law", "seq_series_cuts", "seq_series_subsets", "choose_plan", "kernels",
     "heavy_moments", "heavy_configs", "heavy_mass_depth", "power_sums", "power_sum_depth",
+    "rest_masses", "subset_bases",
 ]  # fmt: skip
 
 _RHO = 0.12  # target ratio of the light series' tail
@@ -137,9 +138,7 @@ def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndar
     idx = np.argpartition(-qs, top_n - 1)[:top_n] if top_n < V else np.arange(V)
     idx = idx[np.lexsort((idx, -qs[idx]))]
     top = qs[idx]
-    Ttot = float(np.sum(qs))
-    delta = np.array([math.fsum([Ttot] + (-top[:a]).tolist()) for a in range(n)])
-    delta *= 1.0 - 1e-12  # a lower bound (the total above is within a few ulps)
+    delta = rest_masses(qs, idx, n) * (1.0 - 1e-12)  # lower bounds (each within u)
     m = min(max(3 * n - 4, n - 1, 1), live, len(top))
     while m < min(_M_MAX, live, len(top) - 1) and (n - 1) * top[m] / delta[n - 1] > _RHO:
         m += 1
@@ -147,6 +146,34 @@ def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndar
     rho = (n - 1) * tau / delta[n - 1] if tau > 0 else 0.0
     K = 1 if rho == 0 else int(min(40, max(6, math.ceil(math.log(1e-19) / math.log(rho)))))
     return np.sort(idx[:m]), tau, K, delta
+
+
+def rest_masses(qs: np.ndarray, top: np.ndarray, n: int) -> np.ndarray:
+    r""":math:`\delta_a = \sum_{x \notin \text{top}_a} q_x` for a = 0..n-1, ``top`` the slots by
+    decreasing q (at least min(V, n - 1) of them), each within u relative.
+
+    The rest is summed, not subtracted from the total: :math:`T - q_{max}` in floating point
+    loses every digit when the heaviest mass is within :math:`10^{-16}` of T (a draft that is
+    almost a point mass), and may even come out negative.  :math:`\delta_{n-1}` is the
+    correctly rounded sum of the masses outside the top n - 1 (:func:`~.cutlaw.total_mass`),
+    :math:`\delta_a` the correctly rounded sum of it and the masses of the top slots a..n-2
+    (``math.fsum``).
+
+    Examples
+    --------
+    >>> qs = np.array([1e-20, 1.0, 2e-20])
+    >>> rest_masses(qs, np.array([1, 2, 0]), 3).tolist()  # sum(qs) - 1.0 would be 0 here
+    [1.0, 3e-20, 1e-20]
+    """
+    a_max = min(n - 1, len(qs))
+    head = [float(x) for x in qs[top[:a_max]]]
+    rest = qs.copy()
+    rest[top[:a_max]] = 0.0
+    last = float(total_mass(rest)[0])
+    out = np.empty(n)
+    for a in range(n):
+        out[a] = math.fsum([last] + head[a:]) if a < a_max else last
+    return out
 
 
 def power_sums(inc: np.ndarray, chunk: int = _CHUNK) -> np.ndarray:
@@ -240,59 +267,81 @@ def heavy_configs(dh: np.ndarray, th: np.ndarray, m: int) -> tuple[np.ndarray, i
     return Wc, most
 
 
-def heavy_mass_depth(T_hi: float, T_lo: float, delta: float, most: int, K: int, n: int) -> float:
+def heavy_mass_depth(most: int, K: int, n: int, m: int) -> float:
     r"""The heavy masses' relative error carried into the heavy moments J, as a rounding depth
     D (a relative error at most :math:`D u \le \gamma_D`; ``proofs/optimal_verifier.md``
-    §4.3).
+    §4.3), ``most`` the most pieces of one of the m heavy tokens.
 
-    Each computed mass is :math:`\hat w_x = w_x(1 + \theta_x)`, :math:`|\theta_x| \le \eta =
-    (1 + u)(1 + u + \gamma_{n_t - 1}^2) - 1`: the pieces' masses :math:`q \cdot prob` rounded
-    (relative u), summed by :func:`heavy_configs`' Sum2 (Ogita, Rump and Oishi 2005, Prop. 4.5:
-    :math:`|\hat s - s| \le u|s| + \gamma_{N-1}^2 \sum |x_i|`, here :math:`\sum |x_i| = s`),
-    ``most`` the most pieces of one heavy token.  Unrolled, :math:`G_D(\omega)` is a sum
-    of non-negative terms :math:`\prod_{i \le a} w_{x_i} \prod_{i=0}^{a} (d(D_i) - \omega)^{-1}`
-    over the orderings of D (:math:`D_0 = \emptyset`, :math:`d(D_0) = T` exact), and
-    :math:`[\omega^k]` of the product is a sum of :math:`\prod_i d(D_i)^{-(k_i + 1)}`, with
-    exponent at most k + a over the perturbed :math:`d(D_i)`, i >= 1.
-    :math:`\hat d(D_i) = d(D_i)(1 + \phi_i)`, :math:`|\phi_i| \le \eta\, w(D_i)/d(D_i) \le
-    \eta r`, :math:`r = (T - \delta_A)/\delta_A`, A = min(n - 1, m) the largest subset size
-    (:math:`w(D) \le T - \delta_a`, :math:`d(D) \ge \delta_a`, non-increasing in a; ``delta``
-    is :math:`\delta_A`).  So every term of :math:`J_{a,k}`, and :math:`J_{a,k}` itself, is
-    scaled by a factor in :math:`[(1-\eta)^{n-1} (1 + \eta r)^{-(K+n-1)}, (1+\eta)^{n-1} (1 -
-    \eta r)^{-(K+n-1)}]`; the returned D is the larger distance of the two from 1, over u
-    (rounded up by one).
+    Each computed mass, below the cut (:func:`heavy_configs`) or above it (the same on the
+    pieces from the top), is :math:`\hat w_x = w_x(1 + \theta_x)`, :math:`|\theta_x| \le
+    \eta = (1 + u)(1 + u + \gamma_{n_t - 1}^2) - 1`: the pieces' masses :math:`q \cdot prob`
+    rounded (relative u), summed by a Sum2 chain (Ogita, Rump and Oishi 2005, Prop. 4.5:
+    :math:`|\hat s - s| \le u|s| + \gamma_{N-1}^2 \sum |x_i|`, here :math:`\sum |x_i| = s`).
+    The denominators are summed, never subtracted: :math:`d(D) = T - w(D) = b(D) + \sum_{x
+    \in D} \bar w_x`, with :math:`b(D) = T - q(D)` the masses of the other tokens
+    (:func:`subset_bases`, relative error :math:`\epsilon_b \le u + \gamma_{m+1}^2(1 + 2u) +
+    u^2`) and :math:`\bar w_x = q_x - w_x` the token's mass above the cut; so
+    :math:`\hat d(D) = d(D)(1 + \phi)`, :math:`|\phi| \le \eta_d = (1 + \max(\epsilon_b,
+    \eta))(1 + u)^{n-1} - 1`, whatever T - w(D) is (a draft within :math:`10^{-12}` of a point
+    mass included: T - w(D) computed by subtraction would carry :math:`\eta\, w(D)/d(D)`).
+    Unrolled, :math:`G_D(\omega)` is a sum of non-negative terms :math:`\prod_{i \le a}
+    w_{x_i} \prod_{i=0}^{a} (d(D_i) - \omega)^{-1}` over the orderings of D
+    (:math:`D_0 = \emptyset`, :math:`d(D_0) = T` exact), and :math:`[\omega^k]` of the product
+    is a sum of :math:`\prod_i d(D_i)^{-(k_i + 1)}`, with exponent at most k + a over the
+    perturbed :math:`d(D_i)`, i >= 1.  So every term of :math:`J_{a,k}`, and :math:`J_{a,k}`
+    itself, is scaled by a factor in :math:`[(1-\eta)^{n-1} (1 + \eta_d)^{-(K+n-1)},
+    (1+\eta)^{n-1} (1 - \eta_d)^{-(K+n-1)}]`; the returned D is the larger distance of the
+    two from 1, over u (rounded up by one).
 
     Examples
     --------
-    >>> D = heavy_mass_depth(1.0, 0.0, 0.9, 21_000, 20, 4)
-    >>> 12 < D < 13
+    >>> D = heavy_mass_depth(21_000, 20, 4, 12)
+    >>> 110 < D < 130
     True
     """
     if most == 0:
         return 0.0
-    if not delta > 0:
-        return math.inf
     eta = (2 * U + U * U + gamma(most) ** 2 * (1 + U)) * (1 + 1e-6)
-    r = max(0.0, ((T_hi + T_lo) / delta - 1.0) * (1 + 1e-9) + 1e-15)
-    if eta * r >= 0.5:
-        return math.inf
+    eps_b = (U + gamma(m + 1) ** 2 * (1 + 2 * U) + U * U) * (1 + 1e-6)
+    eta_d = math.expm1(math.log1p(max(eps_b, eta)) + (n - 1) * math.log1p(U)) * (1 + 1e-6)
     e = K + n - 1
-    up = math.expm1((n - 1) * math.log1p(eta) - e * math.log1p(-eta * r))
-    lo = -math.expm1((n - 1) * math.log1p(-eta) - e * math.log1p(eta * r))
+    up = math.expm1((n - 1) * math.log1p(eta) - e * math.log1p(-eta_d))
+    lo = -math.expm1((n - 1) * math.log1p(-eta) - e * math.log1p(eta_d))
     return max(up, lo) * (1 + 1e-6) / U + 1
 
 
-def _dd(hi: float, lo: float, w: np.ndarray) -> np.ndarray:
-    """``hi + lo - w.sum(-1)`` with relative accuracy (TwoSum chain)."""
-    h = np.full(w.shape[:-1], hi)
-    acc = np.full(w.shape[:-1], lo)
-    for r in range(w.shape[-1]):
-        b = -w[..., r]
-        s = h + b
-        bb = s - h
-        acc = acc + ((h - (s - bb)) + (b - bb))
-        h = s
-    return h + acc
+def subset_bases(qh: np.ndarray, L_hi: float, L_lo: float, n: int) -> np.ndarray:
+    r""":math:`b(D) = T - q(D)` for the subsets D of the m heavy tokens of sizes 0..min(n-1, m),
+    in :func:`_flat_layers`' order (0: the empty set, b = T): the light total
+    :math:`L = L_{hi} + L_{lo}` (a double-double) plus the masses ``qh`` of the heavy tokens
+    outside D, by a Sum2 chain (TwoSum, then fl(hi + lo)): relative error at most
+    :math:`u + \gamma_{m+1}^2(1 + 2u)` of the sum, all terms but :math:`L_{lo}` non-negative
+    (:func:`heavy_mass_depth`).  Summed, not subtracted: for a draft near a point mass
+    :math:`T - q_{max}` has no correct digit.
+
+    Examples
+    --------
+    >>> b = subset_bases(np.array([1.0, 2.0**-100]), 2.0**-101, 0.0, 3)  # {}, {0}, {1}, {0, 1}
+    >>> b.tolist() == [1.0, 3 * 2.0**-101, 1.0, 2.0**-101]  # T - 1.0 would be 0 for {0}
+    True
+    """
+    m = len(qh)
+    layers = _layers(m, n)
+    member = [np.zeros((1, m), dtype=bool)]
+    for sub, _ in layers:
+        mb = np.zeros((len(sub), m), dtype=bool)
+        np.put_along_axis(mb, sub, True, axis=1)
+        member.append(mb)
+    inside = np.concatenate(member)
+    hi = np.full(len(inside), float(L_hi))
+    lo = np.full(len(inside), float(L_lo))
+    for t in range(m):  # TwoSum(hi, x), lo += its error (x = 0 for members: exact)
+        x = np.where(inside[:, t], 0.0, float(qh[t]))
+        sm = hi + x
+        bb = sm - hi
+        lo = lo + ((hi - (sm - bb)) + (x - bb))
+        hi = sm
+    return hi + lo
 
 
 @cache
@@ -340,10 +389,21 @@ def _g0(T_hi: float, T_lo: float, tau: float, K: int) -> tuple[np.ndarray, np.nd
 
 
 def heavy_moments(
-    W: np.ndarray, T_hi: float, T_lo: float, tau: float, K: int, n: int
+    W: np.ndarray,
+    above: np.ndarray,
+    base: np.ndarray,
+    T_hi: float,
+    T_lo: float,
+    tau: float,
+    K: int,
+    n: int,
 ) -> np.ndarray:
     r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) of the heavy configurations ``W`` (S, m):
     compiled when the kernels are on, else :func:`_heavy` in batches; bit-identical.
+
+    ``above`` (S, m) holds the heavy tokens' masses above the cut and ``base`` the
+    :func:`subset_bases`: :math:`d(D) = b(D) + \sum_{x \in D} \bar w_x`, summed in member
+    order (:func:`heavy_mass_depth`).
 
     The compiled pass goes through the configurations in order, keeping every
     :math:`G_D`; a :math:`G_D` depends only on the masses of D's members (and T, τ), so only
@@ -359,9 +419,11 @@ def heavy_moments(
     Examples
     --------
     >>> W = np.array([[0.3, 0.2], [0.3, 0.25]])
-    >>> J = heavy_moments(W, 1.0, 0.0, 0.1, 3, 3)
+    >>> qh = np.array([0.3, 0.3])
+    >>> base = subset_bases(qh, 0.4, 0.0, 3)
+    >>> J = heavy_moments(W, qh - W, base, 1.0, 0.0, 0.1, 3, 3)
     >>> with _fused.disabled():
-    ...     J0 = heavy_moments(W, 1.0, 0.0, 0.1, 3, 3)
+    ...     J0 = heavy_moments(W, qh - W, base, 1.0, 0.0, 0.1, 3, 3)
     >>> J.shape, bool(np.array_equal(J, J0))
     ((2, 3, 4), True)
     """
@@ -369,7 +431,8 @@ def heavy_moments(
     ks = kernels()
     if ks is None or S == 0 or m > 62:
         step_s = max(1, 2**22 // (max(1, math.comb(m, min(n - 1, m))) * (K + 1)))
-        return np.concatenate([_heavy(W[i : i + step_s], T_hi, T_lo, tau, K, n)
+        return np.concatenate([_heavy(W[i : i + step_s], above[i : i + step_s], base, T_hi,
+                                      T_lo, tau, K, n)
                                for i in range(0, max(S, 1), step_s)])[:S]  # fmt: skip
     kt, g0 = _g0(T_hi, T_lo, tau, K)
     lay, mem, par, mask = _flat_layers(m, n)
@@ -379,23 +442,38 @@ def heavy_moments(
     G, dd, todo = np.empty((N, K + 1)), np.empty(N), np.empty(N, dtype=np.int64)
     wv, pv = np.empty(mem.shape), np.empty(mem.shape, dtype=np.int64)
     W = np.ascontiguousarray(W, dtype=np.float64)
+    above = np.ascontiguousarray(above, dtype=np.float64)
+    base = np.ascontiguousarray(base, dtype=np.float64)
     ks["heavy"](
-        W, float(T_hi), float(T_lo), kt, g0, mem, par, mask, lay, J, G, dd, todo, np.empty(K + 1),
-        wv, pv,
+        W, above, base, kt, g0, mem, par, mask, lay, J, G, dd, todo, np.empty(K + 1), wv, pv,
     )  # fmt: skip
     return J
 
 
-def _heavy(W: np.ndarray, T_hi: float, T_lo: float, tau: float, K: int, n: int) -> np.ndarray:
-    r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) for S heavy configurations ``W`` (S, m)."""
+def _heavy(
+    W: np.ndarray,
+    above: np.ndarray,
+    base: np.ndarray,
+    T_hi: float,
+    T_lo: float,
+    tau: float,
+    K: int,
+    n: int,
+) -> np.ndarray:
+    r"""Scaled moments :math:`J_{a,k}` (S, n, K+1) for S heavy configurations ``W`` (S, m),
+    their masses ``above`` the cut and the :func:`subset_bases` ``base``."""
     S, m = W.shape
     kt, g0 = _g0(T_hi, T_lo, tau, K)
     J = np.zeros((S, n, K + 1))
     J[:, 0, :] = g0
     prev = np.broadcast_to(g0, (S, 1, K + 1))
-    for a, (sub, ranks) in enumerate(_layers(m, n), start=1):
+    layers = _layers(m, n)
+    lay = np.cumsum([0, 1] + [len(sub) for sub, _ in layers])  # _flat_layers' index ranges
+    for a, (sub, ranks) in enumerate(layers, start=1):
         w = W[:, sub]  # (S, N_a, a)
-        d = _dd(T_hi, T_lo, w)
+        d = np.broadcast_to(base[lay[a] : lay[a + 1]], (S, len(sub)))
+        for r in range(a):  # d(D) = b(D) + the members' masses above the cut, in member order
+            d = d + above[:, sub[:, r]]
         f = w[:, :, 0:1] * prev[:, ranks[0], :]
         for r in range(1, a):
             f += w[:, :, r : r + 1] * prev[:, ranks[r], :]
@@ -524,13 +602,19 @@ def _series_cuts(
     # heavy configurations: after s heavy pieces (s = 0..H), per row the masses of S fixed
     ev = np.flatnonzero(is_h)
     Wc, most = heavy_configs(d[ev], hp[ev], m)
+    Wr, _ = heavy_configs(d[ev][::-1], hp[ev][::-1], m)  # the masses above: from the top
     if len(single):
         most = max(most, 1)  # the derived kernels' one piece per slot of S
     Hc = len(Wc)
     W = np.tile(Wc, (NV, 1))
+    Wa = np.tile(Wr[::-1], (NV, 1))
     for i, h in enumerate(single.tolist()):
         W[:, hpos[h]] = np.repeat(np.where(low[:, i], qs[h], 0.0), Hc)
-    J = heavy_moments(W, T_hi, T_lo, tau, K, n)
+        Wa[:, hpos[h]] = np.repeat(np.where(low[:, i], 0.0, qs[h]), Hc)
+    lights = qs.copy()
+    lights[heavy] = 0.0
+    base = subset_bases(qs[heavy], *total_mass(lights), n)  # T - q(D), summed
+    J = heavy_moments(W, Wa, base, T_hi, T_lo, tau, K, n)
     Jh = np.ascontiguousarray(np.cumsum(J, axis=1)[:, ::-1, :])  # Jh[:, l] = sum_{a<=n-1-l} J_a
     seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
     light = ~is_h
@@ -566,7 +650,7 @@ def _series_cuts(
     # masses of S above the cut: one addition per slot of S)
     n_sub = max((math.comb(m, a) for a in range(min(n - 1, m) + 1)), default=1)
     D_J = (n - 1) * (K + 1) * 8 + n_sub + n + 4
-    D_W = heavy_mass_depth(T_hi, T_lo, float(delta[min(n - 1, m)]), most, K, n)
+    D_W = heavy_mass_depth(most, K, n, m)
     D_pi = power_sum_depth(P) + 2 * K + kmax + 6
     D_c = (n - 1) * (D_pi + K + 6)
     D_lam = cumsum_depth(P) + len(single)

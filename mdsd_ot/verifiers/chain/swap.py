@@ -60,9 +60,12 @@ def stream_draws(qs: np.ndarray, n: int) -> np.ndarray:
     tokens come first, so :math:`E\tau \approx \sum_{k \le n} 1/(T - \text{top}_{k-1})`.
     A design model only (:func:`~mdsd_ot.verifiers.chain.pieces.build_pieces`).
     """
-    T = float(np.sum(qs))
-    top = np.sort(qs[np.argpartition(-qs, min(n, len(qs) - 1))[: n + 1]])[::-1]
-    rest = T - np.concatenate([[0.0], np.cumsum(top[: n - 1])])
+    from .seqseries import rest_masses
+
+    k = min(n, len(qs) - 1)
+    idx = np.argpartition(-qs, k)[: k + 1]
+    top = idx[np.lexsort((idx, -qs[idx]))]  # by decreasing q
+    rest = rest_masses(qs, top, n)  # summed: T - q_max has no digit left near a point mass
     etau = float(np.sum(1.0 / np.maximum(rest, 1e-300)))
     return np.maximum(1.0, qs * etau)
 

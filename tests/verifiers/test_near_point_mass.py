@@ -1,0 +1,143 @@
+"""The optimal verifier on drafts almost sure of one token (1 - q_max from 1e-8 to 1e-300).
+
+A draft model that is confident puts all but 1e-8 ... 1e-30 of its mass on one token.  Three
+quantities were formed as a difference with that token's mass and lost every digit there:
+
+- the sequential series' denominators T - w(D) (``seqseries``): the certified bound grew as
+  u / (1 - q_max) (0.3 at 1e-12, so ``seq-best`` took the stream plan and accepted 3e-4 where
+  α* = 0.75), and ``choose_plan`` raised "math domain error" from 1e-16 on;
+- the design model's :math:`e_m(H_y \\setminus x)` for the dominant x (``pieces``): the model
+  asked nothing of the dominant demand token and the design stalled at a shortfall of 2e-4
+  (1e-8) to 4e-2;
+- the conditional-Poisson law's deflation of the dominant split token (``cutlaw.cp_law``): the
+  bound grew as u / (1 - q_max) (0.3 at 1e-16).
+
+Each is now a sum of non-negative terms.  Tolerances: ε = α* - acceptance against the fast α*
+(itself exact to about 1e-12 here), the law's certified bound, and G-tests at p > 1e-4.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as Fr
+
+import numpy as np
+import pytest
+
+from mdsd_ot import drafts, fast
+from mdsd_ot.drafts.conditional_poisson import elementary_symmetric
+from mdsd_ot.fast._fused import disabled
+from mdsd_ot.verifiers._draws import sample_drafts
+from mdsd_ot.verifiers.chain import ChainOptimal, _cutjit, build_plan, cutlaw, pieces
+from testkit import g_test_pvalue
+
+
+def _row(V: int, rest: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """p from a flat Dirichlet; q with mass ``rest`` spread at random over V - 1 tokens and
+    the remainder on token 0."""
+    g = np.random.default_rng(seed)
+    q = g.random(V)
+    q[0] = 0.0
+    q = q / q.sum() * rest
+    q[0] = 1.0 - q.sum()
+    return g.dirichlet(np.ones(V)), q
+
+
+LAWS = {
+    "seq": (drafts.WithoutReplacement, "seq-best"),
+    "cp": (drafts.ConditionalPoisson, "cp-swap"),
+}
+
+
+@pytest.mark.parametrize("rest", [1e-8, 1e-12, 1e-16, 1e-30])
+@pytest.mark.parametrize("law, n", [("seq", 3), ("seq", 4), ("cp", 3), ("cp", 4)])
+def test_plans_attain_alpha_star(law, n, rest):
+    cls, con = LAWS[law]
+    p, q = _row(2000, rest)
+    d = cls(q, n)
+    plan = build_plan(p, d.q, n, con)
+    a = float(fast.alpha_star(p, d))
+    assert 0.0 <= a - plan.acceptance <= 1e-8, (a, plan.acceptance, plan.construction)
+    assert plan.law_error <= 1e-9
+
+
+def test_simulation_near_a_point_mass():
+    """10^5 verified tuples per law at 1 - q_max = 1e-16 (V = 2,000): the output passes the
+    G-test against p and the acceptance is within 4 s.e. of α*."""
+    p, q = _row(2000, 1e-16, seed=3)
+    for d in (drafts.WithoutReplacement(q, 3), drafts.ConditionalPoisson(q, 3)):
+        v = ChainOptimal(d)
+        g = np.random.default_rng(5)
+        size = 100_000
+        out, acc = v.sample(p, sample_drafts(d, g, size), g)
+        assert g_test_pvalue(out, p) > 1e-4
+        a = float(fast.alpha_star(p, d))
+        a_hat = float(acc.mean())
+        se = float(np.sqrt(a_hat * (1 - a_hat) / size))
+        assert abs(a_hat - a) <= 4 * se, (type(d).__name__, a_hat, a, se)
+
+
+def test_underflowing_conditional_poisson_law_is_refused_not_divided_by_zero():
+    """At 1 - q_max = 1e-300, e_n(q) underflows: cp_law reports no law (bound inf) and the
+    plan accepts nothing (the verifier then outputs its residual, p itself), instead of a
+    ZeroDivisionError."""
+    p, q = _row(300, 1e-300)
+    plan = build_plan(p, q, 3, "cp-swap")
+    assert plan.acceptance == 0.0 and plan.law_error == float("inf")
+
+
+def test_dominant_levels_are_exact():
+    """e_m(H_j minus x) of the dominant slot within 1e-15 relative of the Fractions, where the
+    alternating sum of pair_coefficients has no correct digit (1 - q_x = 1e-9)."""
+    qs = np.array([2e-10, 1.0 - 1e-9, 5e-10, 3e-10])
+    x, lv = pieces.dominant_levels(qs, 3)
+    assert x == 1
+    fr = [Fr(float(v)) for v in qs]
+    for m in range(4):
+        for j in range(5):
+            want = elementary_symmetric([fr[i] for i in range(j) if i != x], m, Fr(1))[m]
+            got = Fr(float(lv[m][j]))
+            assert abs(got - want) <= Fr(1, 10**15) * want, (m, j)
+    E = pieces.cp_levels(qs, 3)
+    alt = pieces._without(E, np.array([4]), np.array([qs[x]]), 2)[0]
+    assert abs(alt - float(lv[2][4])) > 0.5 * float(lv[2][4])  # the old route: no digit
+    assert pieces.dominant_levels(np.array([0.5, 0.3, 0.2]), 3) is None  # not above half
+
+
+def _exact_cp_law(q: np.ndarray, n: int, kern: pieces.PieceKernel) -> list[Fr]:
+    """T_k = sum over k's pieces of Phi(after) - Phi(before), Phi = e_n(q b) / e_n(q), in
+    Fractions for the float kernel and float q."""
+    qf = [Fr(float(v)) for v in q]
+    V = len(qf)
+    en = elementary_symmetric(qf, n, Fr(1))[n]
+    b, T, prev = [Fr(0)] * V, [Fr(0)] * V, Fr(0)
+    for k, pr in zip(kern.tok.tolist(), kern.prob.tolist(), strict=True):
+        b[k] += Fr(pr)
+        cur = elementary_symmetric([qf[i] * b[i] for i in range(V)], n, Fr(1))[n] / en
+        T[k] += cur - prev
+        prev = cur
+    return T
+
+
+@pytest.mark.parametrize("rest", [1e-6, 1e-12, 1e-20])
+def test_cp_law_of_a_split_dominant_token(rest):
+    """The dominant token split into five pieces among the others' lifted and dropped pieces:
+    the law within its bound of the exact law, the bound below 1e-13 (it was about u / rest),
+    the compiled and numpy routes bitwise equal."""
+    g = np.random.default_rng(8)
+    V, n = 7, 3
+    q = g.random(V) * rest
+    q[0] = 1.0 - q[1:].sum()
+    x = np.array([0, 0, 0, 0, 1, 2])
+    y = np.array([2, 3, 4, 6, 5, 6])
+    a = np.array([0.1, 0.15, 0.2, 0.05, 0.3 * q[1], 0.2 * q[2]])
+    b = np.array([0.3 * q[2], 0.2 * q[3], 0.1 * q[4], 0.25 * q[6], 0.3 * q[5], 0.1 * q[6]])
+    kern = pieces.build_pieces(q, x, y, a, b)
+    assert np.count_nonzero(kern.tok == 0) == 5
+    T, err = cutlaw.cp_law(q, n, kern)
+    exact = _exact_cp_law(q, n, kern)
+    dev = sum(abs(Fr(float(u)) - w) for u, w in zip(T, exact, strict=True))
+    assert dev <= Fr(err) and err <= 1e-13, (float(dev), err)
+    if _cutjit.enabled():
+        with disabled():
+            T0, err0 = cutlaw.cp_law(q, n, kern)
+        assert np.array_equal(T, T0) and err == err0
