@@ -163,15 +163,12 @@ def _cp_pass(d: np.ndarray, v: np.ndarray, n: int) -> tuple[list, list]:
     return gs, gas
 
 
-def _dominant_split(qs: np.ndarray, kern: PieceKernel) -> int:
-    """The slot holding more than half of the total mass when it has more than one piece
-    (:func:`cp_law` then sums the other tokens' levels without it), else -1."""
-    if len(qs) == 0:
-        return -1
-    x = int(np.argmax(qs))
-    if qs[x] > 0.5 * float(np.sum(qs)) and kern.start[x + 1] - kern.start[x] > 1:
-        return x
-    return -1
+def _dominant_split(qs: np.ndarray, n: int, kern: PieceKernel) -> list[int]:
+    """The dominant slots (:func:`~.pieces.dominant_slots`) that have more than one piece:
+    :func:`cp_law` sums the other tokens' levels without them."""
+    from .pieces import dominant_slots
+
+    return [x for x in dominant_slots(qs, n) if kern.start[x + 1] - kern.start[x] > 1]
 
 
 def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float]:
@@ -180,13 +177,15 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
 
     The deflation of a split token cancels when the token holds most of the low mass; for the
     (few) tokens where the absolute-value sum exceeds the value 1000-fold, :math:`e_{n-1}` of
-    the other tokens is recomputed by a pass without that token's pieces.  A split token x
-    holding more than half of the total mass (a draft almost sure of one token) is never
-    deflated: the passes run without its pieces and every other piece takes
-    :math:`e_{n-1}(w' \setminus y) + w_x\, e_{n-2}(w' \setminus y)` (its own pieces
-    :math:`e_{n-1}(w')`), w' the low masses without x; the cancellation would otherwise spread
-    through the cumulative sums to every later piece (a bound of 0.3 at :math:`1 - q_x =
-    10^{-16}`, V = 2,000, n = 3).
+    the other tokens is recomputed by a pass without that token's pieces.  A split *dominant*
+    token (:func:`~.pieces.dominant_slots`: among the n - 1 heaviest, above a tenth of the
+    mass; a draft almost sure of one or a few tokens) is never deflated: the passes run without
+    the dominant tokens K, and every piece of a token y takes
+    :math:`\sum_j e_j(w_K \setminus y)\, e_{n-1-j}(w' \setminus y)`, w' the low masses
+    without K and :math:`w_K` theirs; the cancellation would otherwise spread through the
+    cumulative sums to every later piece (a bound of 0.3 at :math:`1 - q_x = 10^{-16}`,
+    V = 2,000, n = 3).  When :math:`e_n` underflows (masses :math:`10^{300}` apart) no law is
+    returned (zeros, bound inf).
 
     With numba the passes are compiled (:mod:`._cutjit`: the same operations in the same
     order, bit-identical, so the bound holds as it is).
@@ -201,51 +200,55 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     else:
         d = kern.mass(qs)
         v, _, kmax = before_after(kern, d)
-    dom = _dominant_split(qs, kern)
-    if dom >= 0:  # the passes without the dominant token's pieces (combined below)
-        mine = kern.tok == dom
+    K = _dominant_split(qs, n, kern)
+    if K:  # the passes without the dominant tokens' pieces (combined below)
+        mine = np.isin(kern.tok, K)
         d_p, v_p = np.where(mine, 0.0, d), np.where(mine, 0.0, v)
     else:
         d_p, v_p = d, v
+    lo = max(0, n - 1 - len(K))  # the levels lo..n-1 are needed
     if jit:
         g, ga, flag = _cutjit.cp_pass(d_p, v_p, n, kern.tok, V=V)
         bad = np.flatnonzero(flag)
+        lev = {n - 1: (g, ga)}
+        for m in range(lo, n - 1):
+            lev[m] = (
+                (np.ones(len(d)), np.ones(len(d)))
+                if m == 0
+                else _cutjit.cp_pass(d_p, v_p, m + 1, kern.tok, V=V)[:2]
+            )
     else:
         gs, gas = _cp_pass(d_p, v_p, n)
-        g, ga = gs[n - 1], gas[n - 1]
-        bad = np.unique(kern.tok[(v_p > 0) & (ga > 1e3 * g)])
-    if dom >= 0:  # level n - 2 as well
-        if n == 2:
-            g2, ga2 = np.ones(len(d)), np.ones(len(d))
-        elif jit:
-            g2, ga2, _ = _cutjit.cp_pass(d_p, v_p, n - 1, kern.tok, V=V)
-        else:
-            g2, ga2 = gs[n - 2], gas[n - 2]
-        bad = bad[bad != dom]
+        lev = {m: (gs[m], gas[m]) for m in range(lo, n)}
+        bad = np.unique(kern.tok[(v_p > 0) & (lev[n - 1][1] > 1e3 * lev[n - 1][0])])
+    bad = bad[~np.isin(bad, K)]
     for x in bad[np.argsort(-qs[bad])][:16]:
         if jit:  # written at x's pieces only, the pass stops after x's last piece
             stop = int(kern.order[kern.start[x + 1] - 1]) + 1
-            _cutjit.run_pass(d_p, v_p, n, kern.tok, int(x), g, ga, stop)
-            if dom >= 0 and n > 2:
-                _cutjit.run_pass(d_p, v_p, n - 1, kern.tok, int(x), g2, ga2, stop)
+            for m in range(max(lo, 1), n):
+                _cutjit.run_pass(d_p, v_p, m + 1, kern.tok, int(x), *lev[m], stop)
             continue
         mine_x = kern.tok == x
         dx = np.where(mine_x, 0.0, d_p)
         vx = np.where(mine_x, 0.0, v_p)
         hx, hax = _cp_pass(dx, vx, n)
-        g = np.where(mine_x, hx[n - 1], g)
-        ga = np.where(mine_x, hax[n - 1], ga)
-        if dom >= 0 and n > 2:
-            g2 = np.where(mine_x, hx[n - 2], g2)
-            ga2 = np.where(mine_x, hax[n - 2], ga2)
-    if dom >= 0:
-        # e_{n-1}(w minus y) = e_{n-1}(w' minus y) + w_x e_{n-2}(w' minus y), w' the low masses
-        # without the dominant token x and w_x its low mass before the piece; at x's own
-        # pieces e_{n-1}(w'): every term non-negative, where the deflation of x (most of the
+        for m in range(max(lo, 1), n):
+            lev[m] = (np.where(mine_x, hx[m], lev[m][0]), np.where(mine_x, hax[m], lev[m][1]))
+    g, ga = lev[n - 1]
+    if K:
+        # e_{n-1}(w minus y) = sum_j e_j(w_K minus y) e_{n-1-j}(w' minus y), w' the low masses
+        # without the dominant tokens K, w_K their low masses before the piece (y's own left
+        # out): every term non-negative, where the deflation of a dominant token (most of the
         # low mass) would cancel to an absolute error of about u.
-        wx = _exclusive(np.where(mine, d, 0.0))
-        g = np.where(mine, g, g + wx * g2)
-        ga = np.where(mine, ga, ga + wx * ga2)
+        ek = [np.ones(len(d))] + [np.zeros(len(d)) for _ in K]
+        for x in K:  # e_j of the dominant low masses, positive recursion
+            wx = np.where(kern.tok == x, 0.0, _exclusive(np.where(kern.tok == x, d, 0.0)))
+            for j in range(len(K), 0, -1):
+                ek[j] = ek[j] + wx * ek[j - 1]
+        g, ga = g.copy(), ga.copy()
+        for j in range(1, n - lo):
+            g = g + ek[j] * lev[n - 1 - j][0]
+            ga = ga + ek[j] * lev[n - 1 - j][1]
     if not 0.0 < float(np.sum(d * g)) < math.inf:  # e_n underflows (masses 1e-300 apart)
         return np.zeros(V), math.inf  # no law: the design keeps nothing of this kernel
     if jit:
@@ -258,7 +261,7 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
         total = float(np.sum(inc))
         T = np.bincount(kern.tok, inc, V) / total
         T_abs = np.bincount(kern.tok, inc_abs, V) / total
-    depth = n * (cumsum_depth(len(d)) + 2 * n + 6) + kmax + 4 + 2 * (dom >= 0)
+    depth = n * (cumsum_depth(len(d)) + 2 * n + 6) + kmax + 4 + 4 * len(K)
     g_ = gamma(depth)
     rel_total = g_ * float(np.sum(inc_abs)) / total
     err = g_ * float(T_abs.sum()) + rel_total * float(T.sum())

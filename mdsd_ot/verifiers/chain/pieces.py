@@ -56,7 +56,7 @@ from .relabel import QUANT, fifo_pairs
 
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
-    "pair_masses", "design", "dominant_levels", "DOMINANT",
+    "pair_masses", "design", "dominant_slots", "dominant_levels", "DOMINANT",
     "default_tol", "design_or_retry", "scaled_transfers", "AUTO_RATIO", "DAMPED_STEP",
     "DAMPED_ANDERSON", "DAMPED_MAX_ITER",
 ]  # fmt: skip
@@ -191,40 +191,53 @@ def cp_levels(qs: np.ndarray, n: int) -> list[np.ndarray]:
     return E
 
 
-#: A slot holding more than this share of the total mass is *dominant*
-#: (:func:`dominant_levels`).
-DOMINANT: float = 0.5
+#: A slot is *dominant* when it is among the n - 1 heaviest and holds more than this share of
+#: the total mass (:func:`dominant_slots`).
+DOMINANT: float = 0.1
 
-Dominant = tuple[int, list[np.ndarray]]  # (slot, e_m(H_j minus the slot) for m = 0..n)
+Dominant = dict[int, list[np.ndarray]]  # slot -> e_m(H_j minus the slot), m = 0..n
+
+
+def dominant_slots(qs: np.ndarray, n: int) -> list[int]:
+    """The dominant slots: the (at most n - 1) heaviest whose mass is above :data:`DOMINANT`
+    of the total, by decreasing mass (ties: the lower slot first).
+
+    Examples
+    --------
+    >>> dominant_slots(np.array([0.05, 0.6, 0.3, 0.05]), 4)
+    [1, 2]
+    """
+    if len(qs) == 0:
+        return []
+    tot = float(np.sum(qs))
+    top = np.argsort(-qs, kind="stable")[: max(1, n - 1)]
+    return [int(x) for x in top if qs[x] > DOMINANT * tot]
 
 
 def dominant_levels(qs: np.ndarray, n: int) -> Dominant | None:
-    r"""The dominant slot x (mass above :data:`DOMINANT` of the total), with
-    :math:`e_m(H_j \setminus x)` for m = 0..n, j = 0..V by their own positive prefix recursion;
-    None when no slot is dominant.
+    r"""For each dominant slot x (:func:`dominant_slots`), :math:`e_m(H_j \setminus x)` for
+    m = 0..n, j = 0..V by their own positive prefix recursion; None when no slot is dominant.
 
     :func:`pair_coefficients` otherwise forms :math:`e_m(H_j \setminus x) = \sum_k (-q_x)^k
-    e_{m-k}(H_j)`: alternating terms of size about :math:`q_x^k`, so when the other masses add
-    up to :math:`\delta \ll q_x` a value of size :math:`\delta^m` keeps an absolute error of
-    about u, and at :math:`\delta = 10^{-8}` (a draft almost sure of one token) every digit is
-    lost: the model then asked nothing of the dominant token and the design stalled with a
-    shortfall of its whole demand.
+    e_{m-k}(H_j)`: alternating terms of size about :math:`q_x^k e_{m-k}`, so when the masses
+    other than the heavy ones add up to :math:`\delta \ll q_x`, a value of size about
+    :math:`\delta^{m-k}` keeps an absolute error of about u.  At :math:`\delta = 10^{-8}`
+    (a draft almost sure of one token, or of two) every digit is lost: the model then asked
+    nothing (or far too much) of a heavy demand token and the design stalled at its demand.
 
     Examples
     --------
     >>> qs = np.array([1.0 - 1e-9, 6e-10, 4e-10])
-    >>> x, lv = dominant_levels(qs, 2)
-    >>> x, float(lv[2][3])  # e_2 of the two light slots: 6e-10 * 4e-10
-    (0, 2.4e-19)
+    >>> lv = dominant_levels(qs, 2)
+    >>> list(lv), float(lv[0][2][3])  # e_2 of the two light slots: 6e-10 * 4e-10
+    ([0], 2.4e-19)
     """
-    if len(qs) == 0:
-        return None
-    x = int(np.argmax(qs))
-    if not qs[x] > DOMINANT * float(np.sum(qs)):
-        return None
-    rest = qs.copy()
-    rest[x] = 0.0
-    return x, cp_levels(rest, n)
+    out = {}
+    for x in dominant_slots(qs, n):
+        rest = qs.copy()
+        rest[x] = 0.0
+        out[x] = cp_levels(rest, n)
+    return out or None
 
 
 def _without(E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int) -> np.ndarray:
@@ -249,7 +262,7 @@ def pair_coefficients(
     r"""The first-order coefficients :math:`(h, h', I, J)` of the pairs x < y (module
     docstring): :math:`h = q_x e_{n-2}(H_x)/e_n`, :math:`h' = q_y e_{n-2}(H_y \setminus x)/e_n`,
     :math:`I = [e_{n-1}(H_y \setminus x) - e_{n-1}(H_x)]^+/e_n`,
-    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`; for pairs whose x is the dominant
+    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`; for pairs whose x is a dominant
     slot of ``dom`` (:func:`dominant_levels`), :math:`e_m(H_y \setminus x)` from its levels."""
     en = max(float(E[n][-1]), 1e-300)
     qx, qy = qs[x], qs[y]
@@ -257,10 +270,11 @@ def pair_coefficients(
     h = qx * lo[x] / en
     wo2 = _without(E, y, qx, n - 2) if n >= 2 else None
     wo1 = _without(E, y, qx, n - 1)
-    if dom is not None and np.any(mine := x == dom[0]):
-        wo1 = np.where(mine, dom[1][n - 1][y], wo1)
-        if n >= 2:
-            wo2 = np.where(mine, dom[1][n - 2][y], wo2)
+    for xd, lv in (dom or {}).items():  # x dominant: its own levels
+        if np.any(mine := x == xd):
+            wo1 = np.where(mine, lv[n - 1][y], wo1)
+            if n >= 2:
+                wo2 = np.where(mine, lv[n - 2][y], wo2)
     hp = qy * wo2 / en if n >= 2 else qy / en
     Iv = np.maximum(wo1 - E[n - 1][x], 0.0) / en
     Jv = np.maximum(E[n - 1][y] - E[n - 1][x + 1], 0.0) / en
@@ -454,7 +468,7 @@ def design(
             sup, dem = _cutjit.split(D, t, live)
             x, y, tau = _cutjit.fifo_pairs(sup, dem)
             a, b = _cutjit.pair_masses(qs, n, Es, x, y, tau)
-            if dom is not None and np.any(mine := x == dom[0]):  # numpy's values there
+            if dom is not None and np.any(mine := np.isin(x, list(dom))):  # numpy's values there
                 a[mine], b[mine] = pair_masses(qs, n, E, x[mine], y[mine], tau[mine], None, dom)
         else:
             sup = np.where(live, np.maximum(D - t, 0.0), 0.0)
