@@ -79,6 +79,20 @@ class Vector:
         """The entries as Fractions (``exact=True``) or floats."""
         return self.exact if exact else [float(v) for v in self.float]
 
+    def positive(self) -> np.ndarray:
+        """Which entries are above 0: judged on the exact values of rational input (an entry of
+        1/10^400 is positive, though its float copy is 0), on the floats otherwise.
+
+        Examples
+        --------
+        >>> v = Vector([Fraction(1, 10**400), 1 - Fraction(1, 10**400)], "q")
+        >>> v.float.tolist(), v.positive().tolist()
+        ([0.0, 1.0], [True, True])
+        """
+        if self.rational:
+            return np.array([v > 0 for v in self.exact], dtype=bool)
+        return self.float > 0
+
     def __len__(self) -> int:
         return len(self.float)
 

@@ -78,13 +78,24 @@ class Explicit(DraftLaw):
             tot += vals[int(np.ravel_multi_index(t, self._table.shape))]
         return tot
 
+    def tuple_support(self) -> np.ndarray:
+        """Which draft tuples have positive probability, shape ``(V,)*n`` (judged on the exact
+        entries of a rational table: an entry of 1/10^400 is a possible tuple).
+
+        Examples
+        --------
+        >>> Explicit([[0.5, 0.0], [0.25, 0.25]]).tuple_support().tolist()
+        [[True, False], [True, True]]
+        """
+        return self._flat.positive().reshape(self._table.shape)
+
     def _items(self, exact):
         vals = self._flat.values(exact)
-        for k in np.flatnonzero(self._flat.float):
+        for k in np.flatnonzero(self._flat.positive()):
             yield tuple(int(i) for i in np.unravel_index(k, self._table.shape)), vals[int(k)]
 
     def support_size_bound(self):
-        return int(np.count_nonzero(self._flat.float))
+        return int(np.count_nonzero(self._flat.positive()))
 
     def support_size_bits(self) -> float:
         return float(np.log2(max(self.support_size_bound(), 2)))

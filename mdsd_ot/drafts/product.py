@@ -104,12 +104,12 @@ class Product(DraftLaw):
 
     def _items(self, exact):
         cols = [self.qvals(j, exact) for j in range(self.n)]
-        sups = [[i for i in range(self.V) if c[i] > 0] for c in cols]
+        sups = [np.flatnonzero(qv.positive()).tolist() for qv in self._qvs]  # exact when rational
         for t in itertools.product(*sups):
             yield t, math.prod((cols[j][i] for j, i in enumerate(t)), start=one(exact))
 
     def support_size_bound(self):
-        return math.prod(int(np.count_nonzero(q)) for q in self.qs)
+        return math.prod(int(np.count_nonzero(qv.positive())) for qv in self._qvs)
 
     def sample(self, rng, size):
         g = as_rng(rng)
@@ -126,7 +126,8 @@ class Product(DraftLaw):
 
     # -- set and tuple weights ---------------------------------------------------------------
     def _support(self) -> np.ndarray:
-        return np.flatnonzero(np.any(np.stack(self.qs) > 0, axis=0))
+        """Tokens some draft can hold (judged on the exact values of rational input)."""
+        return np.flatnonzero(np.any(np.stack([qv.positive() for qv in self._qvs]), axis=0))
 
     def _sizes(self) -> range:
         return range(1, min(self.n, len(self._support())) + 1)

@@ -131,8 +131,8 @@ def check_drafted_tokens(
     ((B, V) float rows, one per row of ``t``; batched positions) a token is refused where its
     row's q is 0; else the bound law decides (:meth:`~mdsd_ot.drafts.QLaw.support_mask`: the
     exact values of a rational q, so an entry of 1e-400 is a possible draft; for a ``Product``
-    law, the q of that draft's position).  Laws without per-token marginals (``Explicit``) are
-    not checked here.
+    law, the q of that draft's position; for an ``Explicit`` law, the tuple's own entry of the
+    table, :meth:`~mdsd_ot.drafts.Explicit.tuple_support`).
 
     Parameters
     ----------
@@ -167,6 +167,11 @@ def check_drafted_tokens(
     t3 = t if t.ndim == 3 else t[:, None, :]
     if Q is not None:
         bad = ~(np.take_along_axis(Q, t3.reshape(len(t3), -1), axis=1) > 0).reshape(t3.shape)
+    elif draft is not None and hasattr(draft, "tuple_support"):  # a joint table (Explicit)
+        sup = draft.tuple_support()
+        whole = ~sup[tuple(t3[..., j] for j in range(t3.shape[-1]))]  # (B, k)
+        bad = np.zeros(t3.shape, dtype=bool)
+        bad[..., 0] = whole
     else:
         mask = _drafted_mask(draft) if draft is not None else None
         if mask is None:
@@ -177,6 +182,13 @@ def check_drafted_tokens(
     b, k, j = (int(i) for i in np.argwhere(bad)[0])
     tup = tuple(int(x) for x in t3[b, k])
     where = f"row {b}" if t.ndim == 2 else f"tuple {k} of row {b}"
+    if Q is None and hasattr(draft, "tuple_support"):
+        raise ValueError(
+            f"{name}: {where} is {tup}, whose entry of the {type(draft).__name__} law's table "
+            "is 0: the tuple is never drafted (the output law p is not guaranteed for it); "
+            "draw the tuples with mdsd_ot.verifiers._draws.sample_drafts(draft, rng, size) or "
+            "the law's draft.sample(rng, size)"
+        )
     if Q is not None:
         what = f"{qname}[{b}][{tup[j]}] = 0 (that row's q)"
     elif draft.n > 1 and not hasattr(draft, "support_mask"):  # per-draft q (Product)

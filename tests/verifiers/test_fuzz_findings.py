@@ -23,6 +23,7 @@ from scipy.stats import chi2
 from mdsd_ot import verifiers
 from mdsd_ot.drafts import (
     ConditionalPoisson,
+    Explicit,
     Greedy,
     Product,
     SpecHub,
@@ -283,6 +284,33 @@ def test_sample_refuses_a_token_of_zero_mass_rational_and_product():
     prod = Product([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]])
     with pytest.raises(ValueError, match=r"row 1 is \(0, 0\), whose token 0 has qs\[1\]\[0\] = 0"):
         verifiers.get("optimal", prod).sample([0.2, 0.3, 0.5], [[0, 1], [0, 0]], 0)
+
+
+def test_sample_refuses_a_tuple_of_zero_probability_under_an_explicit_law():
+    """An Explicit law has no per-token q: the tuple's own table entry decides, on the exact
+    values of a rational table (an entry of 1e-400, float 0, is a possible tuple)."""
+    tiny = Fr(1, 10**400)
+    law = Explicit([[tiny, Fr(1, 2) - tiny], [Fr(1, 2), Fr(0)]])
+    assert law.tuple_support().tolist() == [[True, True], [True, False]]
+    assert verifiers.applicable(law) == ["optimal"]
+    for name in verifiers.applicable(law):
+        v = verifiers.get(name, law)
+        out, _ = v.sample([0.5, 0.5], [[0, 0], [1, 0]], 0)  # (0, 0): 1e-400 > 0, possible
+        assert out.shape == (2,)
+        msg = r"^draft_tokens: row 1 is \(1, 1\), whose entry of the Explicit law's table is 0"
+        with pytest.raises(ValueError, match=msg + rf".*{FIX}"):
+            v.sample([0.5, 0.5], [[0, 1], [1, 1]], 0)
+
+
+def test_explicit_and_product_laws_keep_their_exact_support():
+    """A rational entry of 1e-400 (float 0) stays in the support of exact computations: the
+    tuples of an Explicit law sum to exactly 1, a Product law's support holds the token."""
+    tiny = Fr(1, 10**400)
+    law = Explicit([[tiny, Fr(1, 2) - tiny], [Fr(1, 2), Fr(0)]])
+    assert sum(w for _, w in law._items(True)) == 1 and law.support_size_bound() == 3
+    prod = Product([[tiny, Fr(1, 2), Fr(1, 2) - tiny], [Fr(0), Fr(1, 2), Fr(1, 2)]])
+    assert prod._support().tolist() == [0, 1, 2] and prod.support_size_bound() == 6
+    assert sum(w for _, w in prod._items(True)) == 1
 
 
 @pytest.mark.parametrize("lib,conv", array_libs(), ids=[name for name, _ in array_libs()])
