@@ -123,14 +123,14 @@ def relabel_front(p, q, order, c, F, square):  # pragma: no cover - compiled
 
 @jit
 def cp2_front(ps, qs, c, w):  # pragma: no cover - compiled
-    # c = cumsum(qs), w = (c - qs) qs; returns the number of q > 0
+    # c = cumsum(qs), w = c_{k-1} qs (the previous prefix sum); returns the number of q > 0
     cq = 0.0
     live = 0
     for k in range(qs.shape[0]):
         qk = qs[k]
+        w[k] = cq * qk
         cq += qk
         c[k] = cq
-        w[k] = (cq - qk) * qk
         if qk != 0.0:
             live += 1
     return live

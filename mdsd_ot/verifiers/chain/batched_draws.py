@@ -201,7 +201,9 @@ def _selection_law(plans: RowPlans, slot: Any) -> Any:
     if plans.two_e2 is None:
         return qx * _gather_flat(plans.d, slot) + paired_dem - paired_sup
     # cp2: (T_iid - q^2) / 2e_2 with D_iid - q^2 = 2 q c_{k-1} (no cancellation)
-    base = qx * (2.0 * (_gather_flat(plans.c, slot) - qx))
+    at0 = slot == 0  # c_{k-1}: the slot below's c (0 at slot 0)
+    below = xp.where(at0, zero, _gather_flat(plans.c, xp.maximum(slot - 1, xp.zeros_like(slot))))
+    base = qx * (2.0 * below)
     return (base + paired_dem - paired_sup) / plans.two_e2[:, None]
 
 

@@ -179,6 +179,13 @@ def relabel_rows(P: Any, Q: Any, n: int) -> RowPlans:
     return RowPlans(n, order, rank, ps, qs, d, s, cum, alpha, err, None, c)
 
 
+def _before(c: Any) -> Any:
+    """:math:`c_{k-1}` per row: the prefix sums moved up one slot, 0 first (exact, unlike
+    ``c - q``, which cancels when one token holds almost all of q)."""
+    xp = bk.namespace(c)
+    return xp.concat([xp.zeros_like(c[:, :1]), c[:, :-1]], axis=-1)
+
+
 def _intervals(gap: Any, live: Any, scale: Any = None) -> Any:
     """Top-down cumulative supply :math:`(-gap)^+` and demand :math:`gap^+` on live slots,
     (B, 2, V), times ``scale`` (B,) when given."""
@@ -220,7 +227,7 @@ def cp2_rows(P: Any, Q: Any) -> RowPlans:
     order = _order(P, Q)
     ps, qs = bk.take_rows(P, order), bk.take_rows(Q, order)
     c = xp.cumulative_sum(qs, axis=-1)
-    w = (c - qs) * qs  # e_2 increments q_k c_{k-1} >= 0
+    w = _before(c) * qs  # e_2 increments q_k c_{k-1} >= 0
     e2 = xp.sum(w, axis=-1)
     D = w / e2[:, None]
     s, _, alpha = _sublaw(ps, xp.cumulative_sum(ps, axis=-1) - xp.cumulative_sum(D, axis=-1), D)
@@ -231,9 +238,10 @@ def cp2_rows(P: Any, Q: Any) -> RowPlans:
     o2 = bk.stable_argsort(rho)
     order, ps, qs, s = (bk.take_rows(x, o2) for x in (order, ps, qs, s))
     c = xp.cumulative_sum(qs, axis=-1)
-    gap = s - 2.0 * qs * (c - qs) / two_e2[:, None]  # s - D_CP in the new order
+    cm = _before(c)
+    gap = s - 2.0 * qs * cm / two_e2[:, None]  # s - D_CP in the new order
     cum = _intervals(gap, qs > 0, two_e2)
-    d = c + (c - qs)  # i.i.d. slot rates, n = 2
+    d = c + cm  # i.i.d. slot rates, n = 2
     err = law_error_bound(2, V) / two_e2  # on the device: no host synchronisation
     return RowPlans(2, order, _ranks(order), ps, qs, d, s, cum, alpha, err, two_e2, c)
 

@@ -20,9 +20,15 @@ import numpy as np
 from ._arena import SCRATCH, kept
 from ._passes import kernels
 from .plan import Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
-from .rows import Pairing
+from .rows import Pairing, cp2_kernel_law
 
-__all__ = ["cp2_plan", "fits"]
+__all__ = ["KERNEL_LAW_TOL", "cp2_plan", "fits"]
+
+#: Where the a-priori law error :math:`2(n^2 + 6n + 8)(V + 1)\varepsilon / 2e_2` exceeds this
+#: (:math:`2e_2 = 1 - \sum q^2` small: q almost a point mass), the plan computes the law of the
+#: rounded kernel itself (:func:`~.rows.cp2_kernel_law`, one pass over every slot's kernel row)
+#: and reports that law's rounding bound instead.
+KERNEL_LAW_TOL: float = 1e-6
 
 
 def fits(pr: Pairing, d, rho: np.ndarray) -> bool:
@@ -59,8 +65,9 @@ def cp2_plan(p, q, n, order) -> Plan:
         ps, qs = _gather(p, q, order)
         V = len(qs)
         c = np.cumsum(qs, out=kept("c", V))
-        w = np.subtract(c, qs, out=SCRATCH.get("w", V))
-        w *= qs  # e_2 increments q_k c_{k-1} >= 0
+        w = SCRATCH.get("w", V)
+        w[0] = 0.0
+        np.multiply(c[:-1], qs[1:], out=w[1:])  # e_2 increments q_k c_{k-1} >= 0
         e2 = float(w.sum())
         w /= e2  # the conditional-Poisson law D of the deterministic rule
         s, dE = _sublaw(ps, np.cumsum(w, out=SCRATCH.get("W", V)), w)
@@ -74,22 +81,37 @@ def cp2_plan(p, q, n, order) -> Plan:
         rho[:live] += qs[:live]
         rho[live:] = np.inf
 
-    def d(k, c=c, qs=qs):
-        return 2.0 * c[k] - qs[k]
+    def d(k, c=c):  # c_k + c_{k-1}
+        return c[k] + np.where(k > 0, c[np.maximum(k - 1, 0)], 0.0)
 
     resorted = not fits(pr, d, rho)
     if resorted:  # sort by the i.i.d. target's ratio t/q (nearly sorted already)
         o2 = np.argsort(rho, kind="stable")
         order, ps, qs, s = order[o2], ps[o2], qs[o2], s[o2]  # (rare: fresh arrays)
         c = np.cumsum(qs)
-        gap = s - 2.0 * qs * (c - qs) / two_e2  # s - D_CP in the new order
+        gap = s - 2.0 * qs * _shift(c) / two_e2  # s - D_CP in the new order
         pr = _supply_demand(gap, q, qs, two_e2)
     plan = Plan(
         "cp2", 2, p, q, order, c, None, s, pr, two_e2, float(s.sum()),
         _iid_err(2, len(p)) / two_e2,
     )  # fmt: skip
     plan.info["resorted"] = resorted
+    if plan.law_error > KERNEL_LAW_TOL:  # q almost a point mass: the rounded kernel's own law
+        T, err = cp2_kernel_law(plan)
+        plan.T = T
+        plan.s = np.minimum(plan.s, T, out=plan.s)  # the thinning's sub-law min(s, T)
+        plan.acceptance, plan.law_error = float(plan.s.sum()), err
+        plan.info["kernel_law"] = True
     return plan
+
+
+def _shift(c: np.ndarray) -> np.ndarray:
+    """:math:`c_{k-1}` by slot: the prefix sums moved up one slot, 0 first (exact, unlike
+    ``c - q``, which cancels when one token holds almost all of q)."""
+    out = np.empty_like(c)
+    out[0] = 0.0
+    out[1:] = c[:-1]
+    return out
 
 
 def _cp2_compiled(kern, p, q, order):

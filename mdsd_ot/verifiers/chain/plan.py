@@ -177,14 +177,23 @@ class Plan:
         """p by slot (a gather of size V)."""
         return self.p[self.order]
 
+    def c_before(self, slots: np.ndarray) -> np.ndarray:
+        r"""The cumulative q strictly below the given slots, :math:`c_{k-1}` (0 at slot 0).
+
+        Read from the previous slot's prefix sum, never as :math:`c_k - q_k`: that difference
+        keeps no digit of :math:`c_{k-1}` when :math:`q_k` carries almost all of q.
+        """
+        slots = np.asarray(slots, dtype=np.int64)
+        return np.where(slots > 0, self.c[np.maximum(slots - 1, 0)], 0.0)
+
     def rate(self, slots: np.ndarray) -> np.ndarray:
         r"""Slot rates :math:`d_k = \sum_{l<n} c_k^l c_{k-1}^{n-1-l}` of the i.i.d. kernel."""
-        c = self.c[slots]
-        return rates_from_cum(c, c - self.q_at(slots), 2 if self.two_e2 is not None else self.n)
+        n = 2 if self.two_e2 is not None else self.n
+        return rates_from_cum(self.c[slots], self.c_before(slots), n)
 
     def rate_minus_q(self, slots: np.ndarray) -> np.ndarray:
         """:math:`d_k - q_k = 2 c_{k-1}` (n = 2, the cancellation-free form used by ``cp2``)."""
-        return 2.0 * (self.c[slots] - self.q_at(slots))
+        return 2.0 * self.c_before(slots)
 
     @property
     def rank(self) -> np.ndarray:

@@ -237,14 +237,55 @@ def slot_mass_imbalance(plan: Any) -> float:
     mass; the law computed with the slot rates of q is then off by at most
     :math:`2 n (n-1) \sum_j |\nu_j - q_j|` in total variation (proofs/optimal_verifier.md, §6).
     """
-    if plan.pairs is None:  # no swap kernel (top, and the piece kernels: law computed exactly)
+    if plan.pairs is None or plan.T is not None:  # no swap kernel, or T is the kernel's own law
         return 0.0
+    qs = plan.qs
+    qi, dest, prob = _all_rows(plan)
+    moved = qs[qi] * prob
+    V = len(qs)
+    return float(np.abs(np.bincount(dest, moved, V) - np.bincount(qi, moved, V)).sum())
+
+
+def _all_rows(plan: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`kernel_rows` of every slot."""
     if plan.pairs.js is None:  # every slot's rows: the compacted intervals enumerate less
         live = len(plan.order) if plan.qs[-1] > 0 else int(np.count_nonzero(plan.q))
         plan = _with_pairs(plan, Pairing.from_increments(plan.dE, live))
+    return kernel_rows(plan, np.arange(len(plan.order)))
+
+
+def _below(c: np.ndarray) -> np.ndarray:
+    out = np.empty_like(c)
+    out[0] = 0.0
+    out[1:] = c[:-1]
+    return out
+
+
+def cp2_kernel_law(plan: Any) -> tuple[np.ndarray, float]:
+    r"""The ``cp2`` selection law of the rounded kernel itself, by slot, and a bound on its error.
+
+    Lemma 4 holds for the kernel as rounded, with the slot masses :math:`\nu = qA` it really
+    has: :math:`T_k = q_k [A_{kk} (2 C_{k-1} + \delta_k) + \sum_{j \ne k} A_{kj} (2 C_{j-1}
+    + q_j + \delta_j - q_k)] / (2 e_2)` with :math:`\delta = \nu - q` (the net inflow, a sum
+    of the moved masses :math:`q_i A_{ij}`, never :math:`\nu - q` by subtraction) and
+    :math:`C = \text{cumsum}(q + \delta)`.  No term cancels when one token holds almost all of
+    q, where the law from the slot rates of q is off by :math:`O(\varepsilon / 2e_2)`
+    (proofs/optimal_verifier.md, §6).  The bound repeats the formula on absolute values
+    (:math:`|\delta|` by the sum of the moved masses in and out) times
+    :math:`\gamma = (2V + 16)\,\varepsilon`, plus γ Σ|T| for :math:`2e_2`'s own rounding.
+    """
     qs = plan.qs
     V = len(qs)
-    qi, dest, prob = kernel_rows(plan, np.arange(V))
+    qi, dest, prob = _all_rows(plan)
     moved = qs[qi] * prob
-    nu = qs - np.bincount(qi, moved, V) + np.bincount(dest, moved, V)
-    return float(np.abs(nu - qs).sum())
+    inflow, outflow = np.bincount(dest, moved, V), np.bincount(qi, moved, V)
+    delta, absd = inflow - outflow, inflow + outflow
+    Cb, Cab = _below(np.cumsum(qs + delta)), _below(np.cumsum(qs + absd))
+    stay = 1.0 - np.bincount(qi, prob, V)  # exact: multiples of 1/QUANT
+    move = prob * (2.0 * Cb[dest] + qs[dest] + delta[dest] - qs[qi])
+    move_abs = prob * (2.0 * Cab[dest] + qs[dest] + absd[dest] + qs[qi])
+    w = qs / plan.two_e2  # first: q_k C_{k-1} alone may underflow when q is tiny off one token
+    T = w * (stay * (2.0 * Cb + delta) + np.bincount(qi, move, V))
+    T_abs = w * (stay * (2.0 * Cab + absd) + np.bincount(qi, move_abs, V))
+    gamma = (2 * V + 16) * float(np.finfo(np.float64).eps)
+    return T, gamma * float(T_abs.sum() + np.abs(T).sum())
