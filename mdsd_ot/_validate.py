@@ -550,7 +550,8 @@ def check_support(q: Sequence[Any] | np.ndarray, n: int, scheme: str, name: str 
     if support < n:
         raise ValueError(
             f"{name}: the {scheme} scheme draws n={n} distinct tokens but {name} has only "
-            f"{support} token(s) with positive mass; use n <= {support} or a with-replacement law"
+            f"{support} token(s) with positive mass; use n <= {support}, a {name} with more "
+            "support, or a with-replacement law"
         )
 
 
