@@ -260,8 +260,10 @@ class WithoutReplacement(QLaw):
         """Vectorised sequential probabilities of the ordered distinct support tuples."""
         n, sup = self.n, self.support()
         what = f"the draft tuples of {self!r}"
-        t, _ = product_tuples(sup, [self.q] * n, distinct=True, what=what)
+        ones = np.ones(self.V)  # every distinct support tuple: a product of q may underflow
+        t, _ = product_tuples(sup, [ones] * n, distinct=True, what=what)  # where its ratios don't
         w, e = sequence_probabilities(self.q, t)
         keep = w > 0
-        err = float(e[keep].sum()) + (n + 1) * (self.V + 1) * _EPS
+        tiny = float(np.finfo(np.float64).tiny)  # a tuple computed as 0 weighs less than this
+        err = float(e[keep].sum()) + (n + 1) * (self.V + 1) * _EPS + int((~keep).sum()) * tiny
         return (t[keep], w[keep], err) if with_error else (t[keep], w[keep])
