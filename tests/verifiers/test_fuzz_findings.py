@@ -9,6 +9,10 @@
 3. Validation: ``Optimal.certificate`` validates p on every engine; a drafted token of q = 0 is
    refused; the reduced engine's ``acceptance`` validates before NotImplementedError; a rational
    q entry of 1e-400 is positive (not judged by its float 0.0).
+4. ``.exact`` / ``.conditional`` with float input, i.i.d. drafts with light masses ~1e-17: the
+   float sub-law kept one ulp of the heavy token's cumulative mass on those slots and the kernel
+   rows divided it by q (conditionals of +-9e31, acceptance 0.490 for 0.497).  The list plan is
+   now formed in Fractions of the floats and rounded once.
 """
 
 from __future__ import annotations
@@ -358,3 +362,24 @@ def test_greedy_top_tokens_use_the_exact_order():
     g = Greedy([Fr(1, 3) - tiny, Fr(1, 3) + tiny, Fr(1, 3)], 2)  # equal as floats
     assert g.T == (1,)
     assert SpecHub([Fr(1, 3) - tiny, Fr(1, 3) + tiny, Fr(1, 3)]).a == 1
+
+
+def test_float_exact_plan_with_light_masses():
+    """Finding 4: the float plan of (relabel, cp2, top) equals the exact plan of the floats."""
+    q = np.array([3.4707462920277180e-17, 4.3417441120009366e-18, 2.4304199188364672e-17,
+                  9.9999999999999989e-01, 3.6646593779357210e-17])  # fmt: skip
+    p = np.array([3.3787206960966696e-04, 2.3971922699271727e-02, 1.4580464445646313e-01,
+                  4.9720750293171079e-01, 3.3267805784294469e-01])  # fmt: skip
+    for law in (WithReplacement(q, 2), WithReplacement(q, 3), ConditionalPoisson(q, 2)):
+        v = verifiers.get("optimal", law)
+        out, acc = v.exact(p)
+        out_x, acc_x = v.exact(p, exact=True)
+        assert abs(acc - float(acc_x)) <= 1e-12
+        assert max(abs(float(a) - float(b)) for a, b in zip(out, out_x, strict=True)) <= 1e-12
+        tuples = {2: [(0, 1), (0, 3), (3, 4), (1, 1)], 3: [(0, 1, 3), (3, 3, 3), (1, 2, 4)]}
+        for t in tuples[law.n]:
+            if isinstance(law, ConditionalPoisson) and len(set(t)) < len(t):
+                continue  # conditional Poisson drafts are distinct
+            c = v.conditional(p, t)
+            assert abs(sum(c.values()) - 1.0) <= 1e-12
+            assert all(-1e-15 <= x <= 1 + 1e-15 for x in c.values())

@@ -78,6 +78,39 @@ def construction_for(draft: DraftLaw) -> str | None:
     return "top" if draft.n == 1 else make(draft.n)
 
 
+def _list_plan(p: Any, q: list, draft: DraftLaw, con: str, exact: bool) -> Any:
+    """:func:`exact_plan` in Fractions, rounded once to floats when ``exact`` is False.
+
+    Floats are Fractions, so the float plan is the exact plan of the float inputs, rounded: in
+    float arithmetic the sub-law's differences of cumulative sums keep one ulp of the heavy
+    token's mass on slots of q ~ 1e-17 and the kernel rows divide it by q (rows of 1e31).
+    """
+    if exact:
+        return exact_plan(list(p), q, draft.n, con, lambda H: draft.Q(H, exact=True))
+    from fractions import Fraction
+
+    qx = [Fraction(float(v)) for v in q]
+    mass = lambda H: draft.Q(H, exact=True)  # noqa: E731 - the law's own rational Q (top, n >= 2)
+    plan = exact_plan([Fraction(float(v)) for v in p], qx, draft.n, con, mass)
+    return _to_float(plan)
+
+
+def _to_float(plan: Any) -> Any:
+    """The plan with every number rounded to a float (rows, acceptance, residual, law)."""
+    import dataclasses
+
+    flt = lambda xs: [float(x) for x in xs]  # noqa: E731
+    return dataclasses.replace(
+        plan,
+        q=flt(plan.q),
+        rows=[{k: float(v) for k, v in r.items()} for r in plan.rows],
+        accept=flt(plan.accept),
+        residual=flt(plan.residual),
+        acceptance=float(plan.acceptance),
+        selection=flt(plan.selection),
+    )
+
+
 def _row_shapes(P: Any, Qd: Any) -> tuple[int, int]:
     """(B, V) of the rows ``P`` and ``Qd`` (numpy, array_like or tensors; metadata only)."""
     sp, sq = tuple(np.shape(P)), tuple(np.shape(Qd))
@@ -304,10 +337,10 @@ class ChainOptimal(Verifier):
             qf = np.array([float(x) for x in q])
             con = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con).construction
             if con == "stream":
-                return exact_plan(list(p), q, draft.n, con, Q_of)
+                return _list_plan(p, q, draft, con, exact)
         if con in CERTIFIED and draft.n > 1:
             return exact_swap_plan(list(p), q, draft.n, con, draft.joint_items(exact=exact), Q_of)
-        return exact_plan(list(p), q, draft.n, con, Q_of)
+        return _list_plan(p, q, draft, con, exact)
 
     def _given(self, ctx, tup):
         return given(ctx, tup)
