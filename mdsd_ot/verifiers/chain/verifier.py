@@ -247,7 +247,7 @@ class ChainOptimal(Verifier):
         return {
             **extra,
             "construction": plan.construction,
-            "acceptance": plan.acceptance,
+            "acceptance": min(plan.acceptance, 1.0),  # a sum of floats may pass 1 by an ulp
             "alpha_star": a,
             "eps": max(0.0, a - plan.acceptance),
             "alpha_accuracy": error_bound(draft.V, draft.n, float(np.finfo(float).eps)),
