@@ -210,8 +210,9 @@ def dominant_slots(qs: np.ndarray, n: int) -> list[int]:
     if len(qs) == 0:
         return []
     tot = float(np.sum(qs))
-    top = np.argsort(-qs, kind="stable")[: max(1, n - 1)]
-    return [int(x) for x in top if qs[x] > DOMINANT * tot]
+    heavy = np.flatnonzero(qs > DOMINANT * tot)  # fewer than 1 / DOMINANT: no sort of V
+    top = heavy[np.argsort(-qs[heavy], kind="stable")][: max(1, n - 1)]
+    return [int(x) for x in top]
 
 
 def dominant_levels(qs: np.ndarray, n: int) -> Dominant | None:
