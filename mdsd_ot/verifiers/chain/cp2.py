@@ -20,7 +20,7 @@ import numpy as np
 from ._arena import SCRATCH, kept
 from ._passes import kernels
 from .plan import Plan, _clip, _gather, _iid_err, _sublaw, _supply_demand
-from .rows import Pairing, cp2_kernel_law
+from .rows import Pairing, below, cp2_kernel_law
 
 __all__ = ["KERNEL_LAW_TOL", "cp2_plan", "fits"]
 
@@ -89,7 +89,7 @@ def cp2_plan(p, q, n, order) -> Plan:
         o2 = np.argsort(rho, kind="stable")
         order, ps, qs, s = order[o2], ps[o2], qs[o2], s[o2]  # (rare: fresh arrays)
         c = np.cumsum(qs)
-        gap = s - 2.0 * qs * _shift(c) / two_e2  # s - D_CP in the new order
+        gap = s - 2.0 * qs * below(c) / two_e2  # s - D_CP in the new order
         pr = _supply_demand(gap, q, qs, two_e2)
     plan = Plan(
         "cp2", 2, p, q, order, c, None, s, pr, two_e2, float(s.sum()),
@@ -103,15 +103,6 @@ def cp2_plan(p, q, n, order) -> Plan:
         plan.acceptance, plan.law_error = float(plan.s.sum()), err
         plan.info["kernel_law"] = True
     return plan
-
-
-def _shift(c: np.ndarray) -> np.ndarray:
-    """:math:`c_{k-1}` by slot: the prefix sums moved up one slot, 0 first (exact, unlike
-    ``c - q``, which cancels when one token holds almost all of q)."""
-    out = np.empty_like(c)
-    out[0] = 0.0
-    out[1:] = c[:-1]
-    return out
 
 
 def _cp2_compiled(kern, p, q, order):

@@ -254,7 +254,9 @@ def _all_rows(plan: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return kernel_rows(plan, np.arange(len(plan.order)))
 
 
-def _below(c: np.ndarray) -> np.ndarray:
+def below(c: np.ndarray) -> np.ndarray:
+    """:math:`c_{k-1}` by slot from the prefix sums c: moved up one slot, 0 first (exact,
+    unlike ``c - q``, which keeps no digit when one token holds almost all of q)."""
     out = np.empty_like(c)
     out[0] = 0.0
     out[1:] = c[:-1]
@@ -280,7 +282,7 @@ def cp2_kernel_law(plan: Any) -> tuple[np.ndarray, float]:
     moved = qs[qi] * prob
     inflow, outflow = np.bincount(dest, moved, V), np.bincount(qi, moved, V)
     delta, absd = inflow - outflow, inflow + outflow
-    Cb, Cab = _below(np.cumsum(qs + delta)), _below(np.cumsum(qs + absd))
+    Cb, Cab = below(np.cumsum(qs + delta)), below(np.cumsum(qs + absd))
     stay = 1.0 - np.bincount(qi, prob, V)  # exact: multiples of 1/QUANT
     move = prob * (2.0 * Cb[dest] + qs[dest] + delta[dest] - qs[qi])
     move_abs = prob * (2.0 * Cab[dest] + qs[dest] + absd[dest] + qs[qi])
