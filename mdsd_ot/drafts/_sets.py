@@ -149,10 +149,12 @@ def combinations(m: int, k: int) -> np.ndarray:
         return np.zeros((1, 0), dtype=np.int64)
     if k > m:
         return np.zeros((0, k), dtype=np.int64)
-    rows = np.arange(m, dtype=np.int64)[:, None]
-    for _ in range(k - 1):
+    # only prefixes that can still be completed: the L-th element (0-based) is at most m - k + L,
+    # so no level holds more rows than C(m, k) (all levels of C(30, 28) instead of C(30, 10))
+    rows = np.arange(m - k + 1, dtype=np.int64)[:, None]
+    for L in range(1, k):
         last = rows[:, -1]
-        cnt = m - 1 - last
+        cnt = (m - k + L) - last
         total = int(cnt.sum())
         rep = np.repeat(rows, cnt, axis=0)
         starts = np.repeat(np.cumsum(cnt) - cnt, cnt)

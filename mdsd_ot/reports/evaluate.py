@@ -14,7 +14,11 @@ law L of :func:`~mdsd_ot.reports.laws.report_laws` (or those asked for): α* per
   attains α* exactly (``closed-form``), the certified lower bound :math:`\sum \min(s, T)` of
   the swap constructions (``certified``, within the certified ε of α*), enumeration where the
   law is small, simulation otherwise (the set-reduced reference only for V ≤
-  ``optimal_max_v``).
+  ``optimal_max_v``). Where the certified value falls more than :data:`CERT_GAP` below α* and
+  the law has few draft sets, the exact set-reduced plan's acceptance (``exact``).
+
+A verifier's label over several positions is the least exact any position needed
+(:data:`METHODS`, :func:`weakest`).
 
 T11: every acceptance is at most α* of its law, so the gap α* − acceptance is ≥ 0.
 
@@ -38,7 +42,7 @@ from ..verifiers import applicable, get
 from ..verifiers.chain import ChainOptimal, construction_for
 from .laws import alpha_rows, make_law, report_laws
 
-__all__ = ["LawRows", "evaluate", "concat", "select_laws"]
+__all__ = ["LawRows", "METHODS", "evaluate", "concat", "select_laws", "weakest"]
 
 
 @dataclass
@@ -56,7 +60,8 @@ class LawRows:
     acceptance, se : dict of ndarray
         Acceptance per position and its Monte-Carlo standard error (0 unless simulated).
     method : dict of str
-        ``closed-form``, ``exact`` or ``simulated`` per verifier.
+        ``closed-form``, ``exact``, ``certified`` or ``simulated`` per verifier: the least exact
+        that any position needed (:func:`weakest`).
     skipped : str or None
         Why some positions (or the whole law) have no value.
     """
@@ -93,6 +98,45 @@ def _verifier_names(law: str, n: int, V: int, wanted: Sequence[str] | None):
     """Names of the verifiers defined for ``law`` (a uniform q stands in for the row's q)."""
     names = applicable(make_law(law, np.full(V, 1.0 / V), n))
     return names if wanted is None else [x for x in names if x in wanted]
+
+
+#: How an acceptance was computed, from the most to the least exact; a verifier's label over
+#: several positions is the last one any position needed (:func:`weakest`).
+METHODS: tuple[str, ...] = ("closed-form", "exact", "certified", "simulated")
+
+#: Where the certified chain acceptance of ``optimal`` falls this far below α* and the law has
+#: at most :data:`~mdsd_ot.verifiers.optimal.REDUCED_MAX_SETS` draft sets, the report takes the
+#: exact set-reduced plan's acceptance instead (``exact``).
+CERT_GAP: float = 1e-9
+
+
+def weakest(a: str | None, b: str | None) -> str | None:
+    """The less exact of two labels of :data:`METHODS` (None: no value yet).
+
+    Examples
+    --------
+    >>> weakest("exact", "simulated"), weakest(None, "closed-form")
+    ('simulated', 'closed-form')
+    """
+    if a is None or b is None:
+        return a or b
+    return max(a, b, key=METHODS.index)
+
+
+def _weakest_of(labels: Any) -> str | None:
+    out = None
+    for x in labels:
+        out = weakest(out, x)
+    return out
+
+
+def _set_plan(law: Any, p: np.ndarray) -> float | None:
+    """The set-reduced plan's acceptance (α*, exact up to rounding) where the law has few sets."""
+    from ..verifiers.optimal import REDUCED_MAX_SETS, ReducedOptimal
+
+    if law.set_count_bound() > REDUCED_MAX_SETS:
+        return None
+    return ReducedOptimal(law).plan_acceptance(p)
 
 
 def _optimal(v: Any, law: Any, n: int, V: int, optimal_max_v: int) -> tuple[Any, str | None]:
@@ -188,12 +232,16 @@ def evaluate(
                     v, kind = _optimal(v, law, n, V, optimal_max_v)
                 if kind in ("closed-form", "certified") or (kind is None and v.has_closed_form(n)):
                     r.acceptance[name][k], how = v.acceptance(P[k], Q[k], n), kind or "closed-form"
+                    if kind == "certified" and not r.alpha[k] - r.acceptance[name][k] <= CERT_GAP:
+                        exact_plan = _set_plan(law, P[k])  # the chain fell short: the set plan
+                        if exact_plan is not None:
+                            r.acceptance[name][k], how = exact_plan, "exact"
                 elif small and kind is None:
                     r.acceptance[name][k], how = float(v.exact(P[k])[1]), "exact"
                 else:
                     r.acceptance[name][k], r.se[name][k] = v.simulate(P[k], samples, g)
                     how = "simulated"
-                r.method[name] = r.method[name] or how
+                r.method[name] = weakest(r.method[name], how)
         if progress is not None:
             progress(1)
     return out
@@ -213,7 +261,7 @@ def concat(parts: Sequence[Sequence[LawRows]]) -> list[LawRows]:
                 list(r.names),
                 acceptance={k: np.concatenate([x.acceptance[k] for x in rows]) for k in r.names},
                 se={k: np.concatenate([x.se[k] for x in rows]) for k in r.names},
-                method={k: next((x.method[k] for x in rows if x.method[k]), None) for k in r.names},
+                method={k: _weakest_of(x.method[k] for x in rows) for k in r.names},
                 skipped=next((x.skipped for x in rows if x.skipped), None),
             )
         )

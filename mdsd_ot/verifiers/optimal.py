@@ -146,6 +146,23 @@ class ReducedOptimal(Verifier):
         """The set-reduced plan ``{(i, S): flow}`` of ``mdsd_ot.solve(p, draft, method)``."""
         return self.solve(p, draft).plan
 
+    def plan_acceptance(self, p: Any, draft: DraftLaw | None = None) -> float:
+        r"""The verifier's acceptance, read off its plan: the total flow
+        :math:`\sum_{S} \sum_{i \in S} f(i, S)` after the repair that fits it to the law's set
+        weights (each flow unit is a drafted token accepted), without enumerating the tuples;
+        α* up to the solver's rounding.
+
+        Examples
+        --------
+        >>> from mdsd_ot.drafts import WithReplacement
+        >>> round(ReducedOptimal(WithReplacement([0.75, 0.25], 2)).plan_acceptance([0.5, 0.5]), 12)
+        0.9375
+        """
+        draft = self._law(draft)
+        pv = [float(x) for x in V_.prob_vector(p, "p")]
+        f, _, _ = self._setup(pv, draft, False)
+        return float(sum(v for row in f.values() for v in row.values()))
+
     def _setup(self, p, draft, exact):
         res = self.solve([str(x) for x in p] if exact else p, draft)
         w = res.info.get("weights") if isinstance(res.info, dict) else None

@@ -383,3 +383,23 @@ def test_float_exact_plan_with_light_masses():
             c = v.conditional(p, t)
             assert abs(sum(c.values()) - 1.0) <= 1e-12
             assert all(-1e-15 <= x <= 1 + 1e-15 for x in c.values())
+
+
+def test_uncertified_cp_swap_gives_way_to_top():
+    """Finding 5: conditional Poisson with n = 25 of V = 30; the cut law's bound is 23, so the
+    swap plan is not certified lossless: the plan is ``top`` (its own law), the swap plan's
+    figures under ``fallback``; ``exact`` follows the same choice."""
+    from mdsd_ot.verifiers.chain import ChainOptimal
+    from mdsd_ot.verifiers.chain.plan import UNCERTIFIED
+
+    g = np.random.default_rng(1)
+    z = g.normal(size=30) * 2
+    p = np.exp(z - z.max())
+    q = np.exp(z + g.normal(size=30))
+    p, q = p / p.sum(), q / q.sum()
+    v = ChainOptimal(ConditionalPoisson(q, 25))
+    cert = v.certificate(p)
+    assert cert["construction"] == "top" and cert["law_error"] <= 1e-10
+    plan = v.plan(p)
+    assert plan.info["fallback"]["law_error"] > UNCERTIFIED
+    assert abs(cert["acceptance"] - plan.acceptance) == 0.0

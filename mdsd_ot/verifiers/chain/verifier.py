@@ -332,11 +332,11 @@ class ChainOptimal(Verifier):
             if plan is not None:
                 return plan
             con = "seq-swap"
-        if con == "seq-best":  # the construction the float plan chose at this position
+        if con in ("seq-best", "cp-swap"):  # the construction the float plan chose here
             pf = np.array([float(x) for x in p])
             qf = np.array([float(x) for x in q])
             con = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con).construction
-            if con == "stream":
+            if con in ("stream", "top"):
                 return _list_plan(p, q, draft, con, exact)
         if con in CERTIFIED and draft.n > 1:
             return exact_swap_plan(list(p), q, draft.n, con, draft.joint_items(exact=exact), Q_of)
