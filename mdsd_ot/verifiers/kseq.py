@@ -42,7 +42,7 @@ class _G:
     """g(ρ) and a(ρ) in O(log V) after sorting p/q ascending (floats)."""
 
     def __init__(self, p: np.ndarray, q: np.ndarray, n: int):
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
         order = np.argsort(ratio, kind="stable")
         self.ratio = ratio[order]
@@ -175,7 +175,7 @@ class KSeq(Verifier):
         if res.sum() <= 0:
             res = p
         B, n = t.shape
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             b = np.minimum(1.0, p[t] / (rho * q[t]))
         acc = g.random((B, n)) < b
         first = np.argmax(acc, axis=1)

@@ -66,7 +66,7 @@ class ResidualFamily:
 
     def __init__(self, p: np.ndarray, q: np.ndarray):
         self.p, self.q = p, q
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
         ratio[p <= 0] = 0.0
         self.order = np.argsort(-ratio, kind="stable")
@@ -155,13 +155,13 @@ class _RRS(Verifier):
                 for row in np.flatnonzero(live & (s < _CANCEL)):  # rare: q(D_j) close to 1
                     s[row] = np.delete(q, t[row, :j]).sum()
             Fc = fam.F(c)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 r_x = np.where(Fc > 0, fam.value(c, x) / Fc, 0.0)
                 b = np.minimum(1.0, r_x * s / q[x])
             acc = live & (g.random(B) < b)
             out[acc] = x[acc]
             live &= ~acc
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 c = np.where(live, c + Fc / s, c)
             used_q = used_q + np.where(live, q[x], 0.0)
         if live.any():

@@ -403,3 +403,57 @@ def test_uncertified_cp_swap_gives_way_to_top():
     plan = v.plan(p)
     assert plan.info["fallback"]["law_error"] > UNCERTIFIED
     assert abs(cert["acceptance"] - plan.acceptance) == 0.0
+
+
+def test_unseen_mass_below_two_to_the_minus_106():
+    """Finding 6: the unseen mass r_m of a tuple that holds the heavy tokens is the tail itself,
+    also far below 2^-106 T (a double-double T less the drafts lost it)."""
+    from mdsd_ot.verifiers.chain.sample import unseen_mass
+
+    for tail in (1e-40, 1e-60, 1e-200, 1e-310):
+        q = np.array([0.6, 0.4 - 3 * tail, tail, tail, tail])
+        t = np.array([[0, 1, 2, 3], [2, 0, 1, 4], [3, 4, 0, 1]])
+        r, _ = unseen_mass(t, q)
+        qx = [Fr(float(x)) for x in q]
+        for b in range(len(t)):
+            for m in range(4):
+                want = sum((qx[v] for v in range(5) if v not in t[b, : m + 1]), Fr(0))
+                assert abs(Fr(float(r[b, m])) - want) <= Fr(1, 10**12) * want + Fr(2) ** -1074
+
+
+def test_seq_swap_sampler_with_a_tail_of_1e_60():
+    """Finding 6: two heavy tokens and 38 of about 1e-60 (V = 40, n = 4): the sampled output
+    was 0.905 on a token of p = 0.021 with a certified acceptance of 0.757; now the G-test and
+    the acceptance test (4 s.e.) pass."""
+    from mdsd_ot.verifiers._draws import sample_drafts
+    from testkit import g_test_pvalue
+
+    r = np.random.default_rng(1)
+    q = np.zeros(40)
+    q[:2] = r.dirichlet(np.ones(2))
+    q[2:] = 1e-60 * r.random(38)
+    q /= q.sum()
+    p = r.dirichlet(np.ones(40))
+    law = WithoutReplacement(q, 4)
+    v = verifiers.get("optimal", law)
+    cert = v.certificate(p)
+    assert cert["eps"] <= 1e-9
+    g = np.random.default_rng(0)
+    size = 30_000
+    out, acc = v.sample(p, sample_drafts(law, g, size), g)
+    assert g_test_pvalue(out, p) > 1e-4
+    a = cert["alpha_star"]
+    assert abs(float(acc.mean()) - a) <= 4 * np.sqrt(a * (1 - a) / size)
+
+
+def test_swap_plan_with_non_finite_figures_is_never_used():
+    """Finding 7: a subnormal draft mass made the seq-swap-h design return nan; the certificate
+    read eps = max(0, a - nan) = 0.  Such a plan now gives way to the stream plan (lossless),
+    and eps is alpha* less its certified acceptance."""
+    p = np.full(4, 0.25)
+    law = WithoutReplacement([0.4, 0.3, 0.3 - 1e-310, 1e-310], 4)
+    from mdsd_ot.verifiers.chain import ChainOptimal
+
+    cert = ChainOptimal(law).certificate(p)
+    assert np.isfinite(cert["acceptance"]) and np.isfinite(cert["law_error"])
+    assert cert["eps"] == pytest.approx(cert["alpha_star"] - cert["acceptance"], abs=1e-15)

@@ -299,12 +299,13 @@ def pair_masses(
     of y below x (x rigid: a = 0, x gains :math:`b h`) or a pure lift of x above y (y rigid:
     b = 0, x gains :math:`a (I + h')`)."""
     h, hp, Iv, Jv = pair_coefficients(qs, n, E, x, y, dom)
-    det = Iv * Jv + Iv * h + hp * Jv
-    flat = tau / np.maximum(Iv + h + hp, 1e-300)
-    ok = det > 1e-12 * (Iv + h + hp) * (Jv + h + hp)
-    safe = np.where(ok, det, 1.0)
-    a = np.where(ok, tau * Jv / safe, flat)
-    b = np.where(ok, tau * Iv / safe, flat)
+    with np.errstate(over="ignore", invalid="ignore"):  # subnormal masses: inf, then not `ok`
+        det = Iv * Jv + Iv * h + hp * Jv
+        flat = tau / np.maximum(Iv + h + hp, 1e-300)
+        ok = det > 1e-12 * (Iv + h + hp) * (Jv + h + hp)
+        safe = np.where(ok, det, 1.0)
+        a = np.where(ok, tau * Jv / safe, flat)
+        b = np.where(ok, tau * Iv / safe, flat)
     if rigid is not None:
         rx, ry = rigid[x], rigid[y]
         drop = rx & ~ry

@@ -232,7 +232,7 @@ class Plan:
 
 def sort_keys(p: np.ndarray, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The chain key p/q (q = 0: inf, or nan when p = 0 too; both sort last), into ``out``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.divide(p, q, out=out)
 
 
@@ -350,12 +350,28 @@ def _top(p, q, n, order, distinct: bool) -> Plan:
     return Plan("top", n, p, q, order, np.cumsum(qs), D, s, None, None, float(s.sum()), err)
 
 
-#: A swap plan whose law error bound exceeds this is not certified lossless: ``cp-swap`` then
-#: gives way to ``top`` (the draft of largest p/q; its law D is the prefix recursion's, exact up
-#: to rounding), with ``info["fallback"]`` recording the swap plan.  Measured: conditional
+#: A swap plan whose law error bound exceeds this (or whose acceptance is not finite) is not
+#: certified lossless: ``cp-swap`` then gives way to ``top`` (the draft of largest p/q; its law
+#: D is the prefix recursion's, exact up to rounding), ``seq-swap`` and ``seq-swap-h`` to
+#: ``stream`` (exactly lossless), with ``info["fallback"]`` recording the swap plan.  Measured: conditional
 #: Poisson with n >= 20 drafts (V = 30: bound 3.5e-6 at n = 20, 23 at n = 25), where the
 #: elementary symmetric polynomials of the cut law lose their digits.
 UNCERTIFIED: float = 1e-6
+
+
+def _safe(p, q, n, order, construction) -> Plan:
+    """The lossless plan an uncertified swap plan gives way to: ``stream`` for sequential drafts;
+    ``top`` for conditional Poisson where its law D is a law (finite, summing to 1 within
+    1e-9), else ``top`` accepting nothing (the verifier then outputs its residual draw, p)."""
+    if construction != "cp-swap":
+        return _relabel(p, q, n, order, "stream")
+    top = _top(p, q, n, order, distinct=True)
+    D = top.D
+    if not (np.all(np.isfinite(D)) and abs(float(D.sum()) - 1.0) <= 1e-9):
+        top.s = np.zeros_like(top.s)
+        top.acceptance = 0.0
+        top.info["no_law"] = True
+    return top
 
 
 def _uncertified(swap: Plan, top: Plan) -> Plan:
@@ -416,8 +432,9 @@ def _build(p, q, n, construction, order) -> Plan:
         from .swap import swap_plan
 
         plan = swap_plan(p, q, n, order, construction)
-        if construction == "cp-swap" and not plan.law_error <= UNCERTIFIED:
-            plan = _uncertified(plan, _top(p, q, n, order, distinct=True))
+        certified = plan.law_error <= UNCERTIFIED and np.isfinite(plan.acceptance)
+        if not certified and plan.acceptance != 0.0:  # (a plan accepting nothing is lossless)
+            plan = _uncertified(plan, _safe(p, q, n, order, construction))
     elif construction == "seq-best":  # n >= 3 sequential: stream where it attains α*
         from .swap import seq_best_plan
 

@@ -89,26 +89,30 @@ def unseen_mass(t: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, float]:
     r"""The mass outside the first m drafts, :math:`r_m = \sum_{v \notin \{x_1..x_m\}} q_v`
     (column m - 1, m = 1..n, of a (B, n) array), and :math:`T = \sum_v q_v`.
 
-    Cancellation-free: T is kept as a double-double (``math.fsum`` and its exact residual) and
-    the drafts' masses are taken off by TwoSum, so :math:`r_m` has a relative error of a few
-    units of roundoff even where :math:`r_m \ll T` (``1 - cumsum`` loses every digit of
-    :math:`r_1 = 10^{-16}` at :math:`q_{max} = 1 - 10^{-16}`).
+    A sum of unseen masses, never T minus the seen ones: the K = min(n, V) heaviest tokens of q
+    are summed one by one where unseen (lightest first), the others through their total L, less
+    the seen ones among them.  That difference keeps its digits: a tuple that holds a light
+    token misses a heavy one, so :math:`r_m \ge q_{(K)} \ge` every light mass and
+    :math:`L \le V q_{(K)}`, so the relative error of :math:`r_m` is at most about
+    :math:`(V + 2n) u`.  A double-double T less the drafts (the previous form) is exact only to
+    :math:`2^{-106} T`: with two heavy tokens and a tail of 1e-60 it lost the tail, and the
+    ``seq-swap`` sampler, whose law is a ratio of unseen masses, was not lossless there.
     """
     qv = np.asarray(q, dtype=np.float64)
-    hi = math.fsum(qv)
-    lo = math.fsum(np.append(qv, -hi))  # T = hi + lo up to 2^-106 T
+    t = np.asarray(t, dtype=np.int64)
+    V = len(qv)
+    K = min(t.shape[1], V)
+    top = np.argpartition(qv, V - K)[V - K :] if K < V else np.arange(V)
+    top = top[np.argsort(qv[top], kind="stable")]  # lightest first: the order of the sums
+    light = np.ones(V, dtype=bool)
+    light[top] = False
+    L = float(qv[light].sum())
     qt = qv[t]
-    acc = np.full(len(t), hi)
-    err = np.full(len(t), lo)
-    out = np.empty(qt.shape)
-    for m in range(qt.shape[1]):  # TwoSum(acc, -q): the rounding error e is exact
-        b = -qt[:, m]
-        s = acc + b
-        bb = s - acc
-        err += (acc - (s - bb)) + (b - bb)
-        acc = s
-        out[:, m] = np.maximum(acc + err, 0.0)
-    return out, hi + lo
+    hit = t[:, :, None] == top[None, None, :]  # (B, n, K): draft i is heavy token j
+    seen_top = np.logical_or.accumulate(hit, axis=1)  # heavy token j among x_1..x_m
+    unseen_top = np.where(seen_top, 0.0, qv[top][None, None, :]).sum(axis=2)
+    seen_light = np.cumsum(np.where(hit.any(axis=2), 0.0, qt), axis=1)
+    return unseen_top + np.maximum(L - seen_light, 0.0), math.fsum(qv)
 
 
 def stream_counts(t: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -193,6 +197,12 @@ def _first_above(values: np.ndarray, u: np.ndarray, lo: np.ndarray, hi: np.ndarr
 STREAM_REPEATS: float = 32.0
 
 
+#: ... and whose stopped stream is expected to hold at most this many repeats in all (the
+#: counts are int64 geometric draws; a peaked row repeats its heavy tokens about
+#: :math:`1/(1 - q_{max})` times).
+STREAM_DRAWS: float = 2.0**32
+
+
 def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Levels whose maximum along a row is the selected draft's highest piece (shape of ``t``).
 
@@ -214,8 +224,12 @@ def piece_levels(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndar
         # stream repeats E[R_m] = (T - r_m) / r_m seen values, a share (picking mass of
         # x_1..x_m) / (T - r_m) of them picking a piece
         seen = np.cumsum(np.where(single, 0.0, plan.q[t]), axis=1)[:, :-1]
-        picks = np.sum(seen / np.maximum(rest[:, :-1], 1e-300), axis=1)
-        few = picks <= STREAM_REPEATS
+        r = np.maximum(rest[:, :-1], 1e-300)
+        picks = np.sum(seen / r, axis=1)
+        # and the stream itself stays short: its repeats R_m ~ Geometric(r_m / T) are int64
+        # counts (the tokens of plan.single repeat too, though they pick once)
+        draws = np.sum((T - rest[:, :-1]) / r, axis=1)
+        few = (picks <= STREAM_REPEATS) & (draws <= STREAM_DRAWS)
         out = np.full(t.shape, -1, dtype=np.int64)
         if few.any():
             reps = stream_counts(t[few], plan.q, rng)

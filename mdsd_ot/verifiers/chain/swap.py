@@ -130,6 +130,13 @@ def swap_plan(
     return plan
 
 
+def _score(plan: Any) -> float:
+    """Certified acceptance less the law error; -inf for a plan with a non-finite figure (a
+    design that met numbers it cannot represent: never chosen)."""
+    score = plan.acceptance - plan.law_error
+    return score if np.isfinite(score) else -np.inf
+
+
 def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> Any:
     r"""Sequential drafts, n >= 3: the best of the ``stream``, ``seq-swap-h`` and ``seq-swap``
     plans.
@@ -177,10 +184,10 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
         swap_h = swap_plan(p, q, n, order, "seq-swap-h", sub)
         choice["swap_h_acceptance"] = swap_h.acceptance
         plans.append(swap_h)
-    if not single.size or plans[-1].info["shortfall"] > default_tol(len(p)):
+    if not single.size or not plans[-1].info["shortfall"] <= default_tol(len(p)):  # nan too
         swap = swap_plan(p, q, n, order, "seq-swap", sub)
         choice["swap_acceptance"] = swap.acceptance
         plans.append(swap)
-    best = max(plans[::-1], key=lambda pl: pl.acceptance - pl.law_error)  # ties: the last
+    best = max(plans[::-1], key=_score)  # ties: the last
     best.info["seq-best"] = choice
     return best

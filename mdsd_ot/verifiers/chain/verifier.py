@@ -249,7 +249,7 @@ class ChainOptimal(Verifier):
             "construction": plan.construction,
             "acceptance": min(plan.acceptance, 1.0),  # a sum of floats may pass 1 by an ulp
             "alpha_star": a,
-            "eps": max(0.0, a - plan.acceptance),
+            "eps": max(0.0, a - plan.acceptance) if np.isfinite(plan.acceptance) else a,
             "alpha_accuracy": error_bound(draft.V, draft.n, float(np.finfo(float).eps)),
             "law_error": plan.law_error + shift,
             "exact_optimum": exact,
