@@ -572,3 +572,27 @@ def check_size(size: int, limit: int, what: str, hint: str) -> None:
         raise ValueError(
             f"instance too large for {what}: needs {need} entries (limit {limit:,}); {hint}"
         )
+
+
+_DEVICE_NAMES = ("cpu", "mps", "cuda")
+
+
+def check_torch_device(device: Any, torch: Any, name: str = "device") -> str:
+    """A torch device the machine has: ``cpu``, ``cuda``, ``cuda:N`` (N below the device count)
+    or ``mps``; the error names ``name`` and the fix (``cpu``)."""
+    import re
+
+    if not isinstance(device, str) or not re.fullmatch(r"cpu|mps|cuda(:[0-9]+)?", device):
+        raise ValueError(f"{name}: give cpu, cuda, cuda:N or mps, got {device!r}")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name}: cuda requested but torch sees no CUDA device; use cpu")
+        k = int(device.split(":")[1]) if ":" in device else 0
+        if k >= torch.cuda.device_count():
+            raise ValueError(
+                f"{name}: {device} requested but torch sees {torch.cuda.device_count()} CUDA "
+                "device(s); use cuda:0 or cpu"
+            )
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{name}: mps requested but torch sees no MPS device; use cpu")
+    return device

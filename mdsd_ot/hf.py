@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate as V_
 from .io import make_metadata, warp, write_shard
 
 __all__ = ["collect", "read_prompts", "check_causal", "check_vocabularies"]
@@ -238,6 +239,7 @@ def collect(
     check_causal(tpath, "target")
     check_causal(dpath, "draft")
     torch, _ = _require()
+    V_.check_torch_device(device, torch, "device")
     ttok, tmodel = _load(tpath, device)
     dtok, dmodel = _load(dpath, device)
     check_vocabularies(ttok, dtok, str(tpath), str(dpath))

@@ -103,7 +103,9 @@ def warp(logits: Any, temperature: float, top_k: int = 0, top_p: float = 1.0) ->
     t = float(temperature)
     if not np.isfinite(t) or t <= 0:
         raise ValueError(f"temperature: must be a finite number > 0, got {temperature!r}")
-    z = np.array(logits, dtype=np.float64) / t
+    z = np.array(logits, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # shift first: 1e308 / 0.5 overflows
+        z = (z - z.max(axis=-1, keepdims=True)) / t
     V = z.shape[-1]
     if top_k and 0 < int(top_k) < V:
         kth = np.partition(z, V - int(top_k), axis=-1)[..., V - int(top_k)][..., None]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -189,13 +190,21 @@ def stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _traceback_if_debug(code: int) -> None:
+    """With ``--debug``: print the exception being handled with its traceback on stderr and
+    exit with the code the one-line report would have had (2 bad input, 3 internal error)."""
+    if debug_enabled():
+        traceback.print_exc()
+        raise typer.Exit(code)
+
+
 def cli_command(func: F) -> F:
     """Decorator of every command: no traceback ever reaches the user.
 
     A :class:`ValueError` (bad input: the validators name the argument and the fix) or an
     :class:`OSError` (a file problem) prints one line and exits 2; any other exception is a bug:
     one line, the hint ``run with --debug for the traceback``, exit 3.  With ``--debug`` the
-    exception propagates with its traceback.
+    traceback is printed and the exit code is the same.
     """
 
     @wraps(func)
@@ -205,26 +214,21 @@ def cli_command(func: F) -> F:
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # typer's own control flow and usage errors
         except KeyboardInterrupt:
-            if debug_enabled():
-                raise
+            _traceback_if_debug(EXIT_INTERRUPTED)
             fail("interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:  # stdout closed by its reader: not an error, nothing to print
             raise typer.Exit(stdout_closed()) from None
         except ValueError as exc:
-            if debug_enabled():
-                raise
+            _traceback_if_debug(EXIT_BAD_INPUT)
             fail(exc)
         except OSError as exc:
-            if debug_enabled():
-                raise
+            _traceback_if_debug(EXIT_BAD_INPUT)
             fail(describe_os_error(exc))
         except MemoryError:
-            if debug_enabled():
-                raise
+            _traceback_if_debug(EXIT_BAD_INPUT)
             fail("out of memory; give a smaller input (fewer rows, a smaller vocabulary or n)")
         except Exception as exc:  # noqa: BLE001 - the last-resort handler
-            if debug_enabled():
-                raise
+            _traceback_if_debug(EXIT_INTERNAL)
             fail(
                 f"internal error ({type(exc).__name__}: {one_line(exc)}); run with --debug for "
                 "the traceback",

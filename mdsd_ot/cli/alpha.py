@@ -25,6 +25,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .. import _validate as V_
 from .._validate import checked_rows
 from ..drafts import FAST_SCHEMES, SCHEMES, scheme_help
 from ._common import (
@@ -101,11 +102,7 @@ def run_alpha(
     torch = _torch()
     from ..torch import alpha_star as torch_alpha_star
 
-    dev = device or "cpu"
-    if dev.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device: cuda requested but torch sees no CUDA device; use --device cpu")
-    if dev == "mps" and not torch.backends.mps.is_available():
-        raise ValueError("--device: mps requested but torch sees no MPS device; use --device cpu")
+    dev = V_.check_torch_device(device or "cpu", torch, "--device")
     tdtype = getattr(torch, dtype)
     P = _rows_in(p, "p", torch, dev, tdtype)
     Q = _rows_in(q, "q", torch, dev, tdtype)

@@ -54,7 +54,12 @@ def register(app: typer.Typer) -> None:
             check_int(trials, "--trials", 1, MAX_TRIALS)
         if witness is not None:
             check_input_file(Path(witness), "--witness")
-            reps = [C.reproduce(w) for w in W.load(witness)]
+            reps = []
+            for k, w in enumerate(W.load(witness)):
+                try:
+                    reps.append(C.reproduce(w))
+                except ValueError as exc:  # name the file and the witness
+                    raise ValueError(f"{witness} (witness {k}): {exc}") from None
             if as_json:
                 typer.echo(
                     json.dumps(

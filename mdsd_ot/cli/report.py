@@ -29,6 +29,7 @@ from ._bounds import (
     MAX_DEPTH,
     MAX_SAMPLES,
     MAX_WORKERS,
+    check_drafts,
     check_int,
     check_seed,
 )
@@ -49,16 +50,14 @@ def parse_list(text: str | None, name: str) -> list[str] | None:
 
 
 def parse_ns(text: str) -> list[int]:
-    """``"2,3,4"`` → ``[2, 3, 4]`` (each >= 1)."""
+    """``"2,3,4"`` → ``[2, 3, 4]`` (each in [1, 10,000], the bound of every ``-n``)."""
     out = []
     for s in parse_list(text, "-n") or []:
         try:
             n = int(s)
         except ValueError:
             raise ValueError(f"-n: cannot read {s!r}; give numbers of drafts like 2,3,4") from None
-        if n < 1:
-            raise ValueError(f"-n: the number of drafts must be >= 1, got {n}")
-        out.append(n)
+        out.append(check_drafts(n, "-n"))
     return out
 
 

@@ -39,7 +39,11 @@ def _rows(q_sorted: Any, n: Any, name: str = "q_sorted") -> tuple[Any, Any, int,
     only by shape: checking their values would read them on the host (a GPU synchronisation)."""
     n = V_.check_n(n)
     if n > N_MAX:
-        raise ValueError(f"n: prefix_Q_without supports n <= {N_MAX}, got {n}")
+        raise ValueError(
+            f"n: the fast solver's certified series for sequential drafts without replacement "
+            f"supports n <= {N_MAX}, got {n}; use n <= {N_MAX}, or an exact method "
+            "(method='reduced' / --method reduced) at small V"
+        )
     if not bk.is_array(q_sorted):
         q_sorted = np.asarray(q_sorted)
         if q_sorted.dtype == object:  # Fractions and other numbers

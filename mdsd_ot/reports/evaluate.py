@@ -139,6 +139,18 @@ def _set_plan(law: Any, p: np.ndarray) -> float | None:
     return ReducedOptimal(law).plan_acceptance(p)
 
 
+def _check_fast_n(law: str, n: int) -> None:
+    """Refuse (as a skip note) the numbers of drafts the fast solver does not handle for the law:
+    sequential drafts beyond its certified series' n (the report's α* is the fast solver's)."""
+    from ..fast.series import N_MAX
+
+    if law == "without" and n > N_MAX:
+        raise ValueError(
+            f"n: the fast solver's certified series for sequential drafts supports n <= {N_MAX}, "
+            f"got {n}; report n <= {N_MAX} for this law"
+        )
+
+
 def _optimal(v: Any, law: Any, n: int, V: int, optimal_max_v: int) -> tuple[Any, str | None]:
     """The verifier that gives the optimal verifier's value, and how (None: enumerate/simulate).
 
@@ -194,6 +206,7 @@ def evaluate(
     out: list[LawRows] = []
     for law in chosen:
         try:
+            _check_fast_n(law, n)
             names = _verifier_names(law, n, V, verifiers)
         except ValueError as exc:  # e.g. fewer tokens than distinct drafts
             out.append(LawRows(law, np.full(m, np.nan), None, [], skipped=str(exc)))

@@ -86,7 +86,16 @@ def reproduce(witness: dict[str, Any]) -> Reproduction:
         raise ValueError(
             f"--witness: unknown witness kind {kind!r}; expected one of {', '.join(kinds)}"
         )
-    found, vals = kinds[kind](w)
+    n = w.get("n")
+    if "n" in w and (isinstance(n, bool) or not isinstance(n, int)):
+        raise ValueError(f"--witness: n must be an integer number of drafts, got {n!r}")
+    try:
+        found, vals = kinds[kind](w)
+    except KeyError as exc:
+        raise ValueError(
+            f"--witness: a {kind} witness needs the field {exc.args[0]!r}; write witnesses with "
+            "mdsd-ot claims --save or mdsd-ot hunt --out"
+        ) from None
     detail = ", ".join(f"{k}={_short(v)}" for k, v in vals.items())
     return Reproduction(str(w.get("claim", "?")), kind, bool(found), detail, vals)
 
