@@ -33,7 +33,13 @@ def test_report_skips_sequential_drafts_beyond_the_fast_series():
 
 
 def test_debug_keeps_the_exit_code_of_bad_input():
-    r = runner.invoke(app, ["--debug", "solve", "--p", "0.5,0.3", "--q", "0.2,0.8"])
+    from mdsd_ot.cli._common import debug_enabled, set_debug
+
+    before = debug_enabled()
+    try:
+        r = runner.invoke(app, ["--debug", "solve", "--p", "0.5,0.3", "--q", "0.2,0.8"])
+    finally:
+        set_debug(before)  # the flag is process state: later tests run without it
     assert r.exit_code == 2
     assert "Traceback" in r.output
 
