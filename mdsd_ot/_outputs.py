@@ -163,6 +163,20 @@ def atomic_path(path: str | os.PathLike) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where /proc tells it (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_file(path: str | os.PathLike, option: str = "path") -> Iterator[Path]:
     """Yield a temporary name for ``path``; rename it to ``path`` when the block completes.
@@ -208,6 +222,8 @@ def atomic_file(path: str | os.PathLike, option: str = "path") -> Iterator[Path]
     tmp = atomic_path(path)
     try:
         yield tmp
+        if tmp.exists():  # the mode a plain open() gives (safetensors writes 0600)
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except OSError as exc:
         raise ValueError(f"{option}: cannot write {path} ({exc.strerror or exc})") from None

@@ -186,6 +186,22 @@ def _settings(meta: Mapping[str, str], where: str) -> tuple[float, int, float, i
     return out[0], out[1], out[2], out[3]
 
 
+def _integers(x: Any, name: str) -> np.ndarray:
+    """``x`` as int64, refusing values that are not whole numbers (2.7 would be stored as 2)."""
+    a = np.asarray(x)
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64)
+    if a.dtype.kind != "f" or not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+        v = a.ravel()
+        odd = v[~(np.isfinite(v) & (v == np.round(v)))] if v.dtype.kind == "f" else v
+        example = f" (e.g. {float(odd[0])!r})" if odd.size and v.dtype.kind == "f" else ""
+        raise ValueError(
+            f"{name}: integer ids expected, got dtype {a.dtype}{example}; give an integer array "
+            "(token, position and sequence are ids)"
+        )
+    return a.astype(np.int64)
+
+
 def write_shard(
     path: str | os.PathLike,
     p: Any,
@@ -225,7 +241,7 @@ def write_shard(
             tensors[key] = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     for key, x in (("token", token), ("position", position), ("sequence", sequence)):
         if x is not None:
-            tensors[key] = np.ascontiguousarray(np.asarray(x, dtype=np.int64))
+            tensors[key] = np.ascontiguousarray(_integers(x, key))
     meta = {str(k): str(v) for k, v in metadata.items()}
     _check_header(str(path), {k: (v.shape, v.dtype) for k, v in tensors.items()}, meta)
     _check_rows(str(path), tensors, 0)
@@ -342,12 +358,22 @@ def _read_header(path: Path) -> tuple[dict[str, tuple[tuple, Any]], dict[str, st
     header, meta = {}, {}
     with np.load(path, allow_pickle=False) as npz:
         for k in names:
-            if k in METADATA_KEYS or k not in REQUIRED_TENSORS + OPTIONAL_TENSORS:
-                v = npz[k]
-                if v.ndim == 0 and v.dtype.kind == "U":
-                    meta[k] = str(v)
-                    continue
-            arr = _npz_member(path, k, npz)
+            try:
+                if k in METADATA_KEYS or k not in REQUIRED_TENSORS + OPTIONAL_TENSORS:
+                    v = npz[k]
+                    if v.ndim == 0 and v.dtype.kind == "U":
+                        meta[k] = str(v)
+                        continue
+                    if k in METADATA_KEYS:
+                        raise ValueError(
+                            f"{path}: metadata {k!r} is stored as a {v.dtype} array of shape "
+                            f"{v.shape}; store it as a string (write_shard does)"
+                        )
+                arr = _npz_member(path, k, npz)
+            except (OSError, EOFError, zipfile.BadZipFile, ValueError) as exc:
+                if str(exc).startswith(str(path)):
+                    raise
+                raise ValueError(f"{path}: member {k!r} is not a readable array ({exc})") from None
             header[k] = (arr.shape, arr.dtype)
     return header, meta
 
@@ -385,7 +411,14 @@ def _check_header(where: str, header: Mapping[str, tuple], meta: Mapping[str, st
                 f"{where}: key {k!r} has shape {tuple(shape)} but p has {shape_p}; {hint}"
             )
         if k in _ROWS and dtype not in _FLOATS:
-            raise ValueError(f"{where}: key {k!r} has dtype {dtype}; store float32 or float64")
+            hint = (
+                " in native (little-endian) byte order, e.g. a.astype('<f8')"
+                if getattr(dtype, "byteorder", "=") == ">"
+                else ""
+            )
+            raise ValueError(
+                f"{where}: key {k!r} has dtype {dtype}; store float32 or float64{hint}"
+            )
         if k in _INTS and not (isinstance(dtype, np.dtype) and dtype.kind in "iu"):
             raise ValueError(f"{where}: key {k!r} has dtype {dtype}; store integers (int64)")
     if vocab != V:

@@ -88,7 +88,9 @@ def dask_client(
             threads_per_worker=1,
             processes=processes,
             dashboard_address=None,
-            silence_logs=logging.ERROR,
+            # a task's error reaches the caller as its exception (one line from the CLI); the
+            # workers' "Compute Failed" log blocks with their tracebacks would repeat it
+            silence_logs=logging.CRITICAL,
         ) as cluster,
         Client(cluster) as client,
     ):
