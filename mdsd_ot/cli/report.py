@@ -107,9 +107,14 @@ def print_table(report: dict[str, Any], title: str | None = None) -> None:
     if not console.is_terminal:  # piped output: do not wrap the table at 80 columns
         console = Console(width=140)
     console.print(table)
-    skipped = {r["law"]: r["skipped"] for r in report["results"] if r.get("skipped")}
-    for law, why in skipped.items():
-        typer.echo(f"note: {law}: {why}", err=True)
+    skipped: dict[str, list[int]] = {}  # one note per reason, with the n it applies to
+    for r in report["results"]:
+        if r.get("skipped"):
+            ns = skipped.setdefault(f"{r['law']}: {r['skipped']}", [])
+            if r["n"] not in ns:
+                ns.append(r["n"])
+    for why, ns in skipped.items():
+        typer.echo(f"note (n = {', '.join(map(str, ns))}): {why}", err=True)
 
 
 @contextmanager
@@ -315,6 +320,11 @@ def _warn_unmatched(
     from ..verifiers import LAWS
 
     if verifiers is None or not files:
+        return
+    from ..verifiers import NAMES
+
+    verifiers = [v for v in verifiers if v in NAMES]  # unknown names: the report's own error
+    if not verifiers:
         return
     asked = f"{'--laws ' + ','.join(laws) if laws else 'any law'} at -n {','.join(map(str, ns))}"
     for v, where in unmatched_verifiers(ns, laws, verifiers, Shard(files[0]).V).items():

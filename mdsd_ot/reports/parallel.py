@@ -57,7 +57,7 @@ def dask_client(
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout="20s")
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
             raise ValueError(
                 f"--scheduler: cannot reach a Dask scheduler at {scheduler} ({exc}); start one "
                 "with `dask scheduler` or use --workers N for a local cluster"

@@ -82,7 +82,7 @@ def check_output_path(path: str | Path, option: str = "path") -> Path:
     The package's output check (:func:`mdsd_ot._outputs.check_output_file`), suggesting
     ``witness.json`` when ``path`` is a directory.  Refused with a ValueError naming ``option``:
     a directory, a missing parent directory, a parent that is not a directory or that is not
-    writable, an existing file that is not writable.
+    writable, an existing file that is not writable, a suffix other than ``.json``.
 
     Examples
     --------
@@ -91,7 +91,7 @@ def check_output_path(path: str | Path, option: str = "path") -> Path:
     ...
     ValueError: --out: / is a directory; give a file name inside it (e.g. /witness.json)
     """
-    return check_output_file(path, option, example="witness.json")
+    return check_output_file(path, option, (".json",), example="witness.json")
 
 
 def save(
