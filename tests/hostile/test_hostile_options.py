@@ -136,9 +136,15 @@ def test_last_resort_handler_one_line_and_debug(monkeypatch, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["solve", "--p", "0.5,0.5", "--q", "0.5,0.5"])
     assert stop.value.code == 3
-    with pytest.raises(RuntimeError, match="boom"):  # --debug anywhere: the traceback
-        main(["solve", "--p", "0.5,0.5", "--debug", "--q", "0.5,0.5"])
     capsys.readouterr()
+    try:  # --debug anywhere: the traceback on stderr, and the same exit code (3: internal)
+        with pytest.raises(SystemExit) as stop:
+            main(["solve", "--p", "0.5,0.5", "--debug", "--q", "0.5,0.5"])
+    finally:
+        mdsd_ot.cli._common.set_debug(False)
+    assert stop.value.code == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: boom" in err
 
 
 @pytest.mark.parametrize(
