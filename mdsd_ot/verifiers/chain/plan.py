@@ -431,14 +431,16 @@ def _build(p, q, n, construction, order) -> Plan:
     elif construction in ("cp-swap", "seq-swap", "seq-swap-h"):
         from .swap import swap_plan
 
-        plan = swap_plan(p, q, n, order, construction)
+        with np.errstate(over="ignore", invalid="ignore"):  # non-finite figures: the fallback
+            plan = swap_plan(p, q, n, order, construction)
         certified = plan.law_error <= UNCERTIFIED and np.isfinite(plan.acceptance)
         if not certified and plan.acceptance != 0.0:  # (a plan accepting nothing is lossless)
             plan = _uncertified(plan, _safe(p, q, n, order, construction))
     elif construction == "seq-best":  # n >= 3 sequential: stream where it attains α*
         from .swap import seq_best_plan
 
-        plan = seq_best_plan(p, q, n, order)
+        with np.errstate(over="ignore", invalid="ignore"):  # a non-finite plan is never chosen
+            plan = seq_best_plan(p, q, n, order)
     elif construction == "seq2":  # n = 2 sequential; seq-swap where seq2 falls short
         from .seq2 import seq2_or_swap_plan
 
