@@ -97,11 +97,11 @@ def test_simulation_near_a_point_mass():
 
 def test_underflowing_conditional_poisson_law_is_refused_not_divided_by_zero():
     """At 1 - q_max = 1e-300, e_n(q) underflows: cp_law reports no law (bound inf) and the
-    plan accepts nothing (the verifier then outputs its residual, p itself), instead of a
-    ZeroDivisionError."""
+    plan accepts nothing (the verifier then outputs its residual, p itself, so the plan's law
+    error is 0 and ``info["no_law"]`` says why), instead of a ZeroDivisionError."""
     p, q = _row(300, 1e-300)
     plan = build_plan(p, q, 3, "cp-swap")
-    assert plan.acceptance == 0.0 and plan.law_error == float("inf")
+    assert plan.acceptance == 0.0 and plan.law_error == 0.0 and plan.info["no_law"]
 
 
 def test_dominant_levels_are_exact():

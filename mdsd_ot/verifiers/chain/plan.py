@@ -434,7 +434,10 @@ def _build(p, q, n, construction, order) -> Plan:
         with np.errstate(over="ignore", invalid="ignore"):  # non-finite figures: the fallback
             plan = swap_plan(p, q, n, order, construction)
         certified = plan.law_error <= UNCERTIFIED and np.isfinite(plan.acceptance)
-        if not certified and plan.acceptance != 0.0:  # (a plan accepting nothing is lossless)
+        if not certified and plan.acceptance == 0.0:  # accepts nothing: the output is the
+            plan.info["no_law"] = True  # residual draw from p itself, so no law error
+            plan.law_error = 0.0
+        elif not certified:
             plan = _uncertified(plan, _safe(p, q, n, order, construction))
     elif construction == "seq-best":  # n >= 3 sequential: stream where it attains α*
         from .swap import seq_best_plan
