@@ -574,7 +574,8 @@ def check_size(size: int, limit: int, what: str, hint: str) -> None:
         )
 
 
-_DEVICE_NAMES = ("cpu", "mps", "cuda")
+#: The torch device names the package accepts (checked before torch is imported).
+DEVICE_PATTERN = r"cpu|mps|cuda(:[0-9]+)?"
 
 
 def check_torch_device(device: Any, torch: Any, name: str = "device") -> str:
@@ -582,7 +583,7 @@ def check_torch_device(device: Any, torch: Any, name: str = "device") -> str:
     or ``mps``; the error names ``name`` and the fix (``cpu``)."""
     import re
 
-    if not isinstance(device, str) or not re.fullmatch(r"cpu|mps|cuda(:[0-9]+)?", device):
+    if not isinstance(device, str) or not re.fullmatch(DEVICE_PATTERN, device):
         raise ValueError(f"{name}: give cpu, cuda, cuda:N or mps, got {device!r}")
     if device.startswith("cuda"):
         if not torch.cuda.is_available():

@@ -50,7 +50,7 @@ FAST_SCHEME_HELP = (
     + scheme_help([s for s in FAST_SCHEMES if s in SCHEMES])
     + "; single: one draft (n = 1)"
 )
-_DEVICE = re.compile(r"^(cpu|mps|cuda(:[0-9]+)?)$")
+_DEVICE = re.compile(rf"^(?:{V_.DEVICE_PATTERN})$")
 
 
 def _torch():

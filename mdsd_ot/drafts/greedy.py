@@ -178,7 +178,8 @@ class SpecHub(QLaw):
         self.a = greedy_top(self.qvals(self.rational), 1)[0]  # exact order if rational
         if not (self._rest(self.rational) > 0):
             raise ValueError(
-                "q: SpecHub needs positive mass outside its top token; q is a point mass"
+                "q: SpecHub needs positive mass outside its top token; q is a point mass: use "
+                "a q with more support"
             )
 
     def _rest(self, exact: bool) -> Number:

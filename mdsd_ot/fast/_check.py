@@ -50,7 +50,8 @@ def _support_error(Q: Any, n: int, kernel: str, batched: bool) -> None:
     Qn = V_._host(Q)
     support = np.count_nonzero(Qn > 0, axis=-1)
     row = int(np.flatnonzero(support < n)[0])
-    scheme = "greedy (or SpecHub, whose kernel it is)" if kernel == "greedy" else kernel
+    schemes = [c.scheme for c in D.SCHEMES.values() if c.kernel == kernel]  # the laws' names
+    scheme = " / ".join(schemes) if schemes else kernel
     V_.check_support(Qn[row], n, scheme, f"q[{row}]" if batched else "q")
 
 

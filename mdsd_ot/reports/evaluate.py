@@ -139,16 +139,16 @@ def _set_plan(law: Any, p: np.ndarray) -> float | None:
     return ReducedOptimal(law).plan_acceptance(p)
 
 
-def _check_fast_n(law: str, n: int) -> None:
-    """Refuse (as a skip note) the numbers of drafts the fast solver does not handle for the law:
-    sequential drafts beyond its certified series' n (the report's α* is the fast solver's)."""
-    from ..fast.series import N_MAX
+def _refusal(law: str, p: np.ndarray, q: np.ndarray, n: int) -> str:
+    """Why the law's draft class or the fast solver refuses one row (their own message)."""
+    from ..fast import alpha_star
 
-    if law == "without" and n > N_MAX:
-        raise ValueError(
-            f"n: the fast solver's certified series for sequential drafts supports n <= {N_MAX}, "
-            f"got {n}; report n <= {N_MAX} for this law"
-        )
+    try:
+        make_law(law, q, n)
+        alpha_star(p, q, n=n, scheme=law)
+    except ValueError as exc:
+        return str(exc)
+    return "the fast solver refused the row"
 
 
 def _optimal(v: Any, law: Any, n: int, V: int, optimal_max_v: int) -> tuple[Any, str | None]:
@@ -206,7 +206,6 @@ def evaluate(
     out: list[LawRows] = []
     for law in chosen:
         try:
-            _check_fast_n(law, n)
             names = _verifier_names(law, n, V, verifiers)
         except ValueError as exc:  # e.g. fewer tokens than distinct drafts
             out.append(LawRows(law, np.full(m, np.nan), None, [], skipped=str(exc)))
@@ -224,11 +223,9 @@ def evaluate(
         r.alpha, r.alpha_method = a, how
         if np.isnan(a).any():  # say why (e.g. q with fewer than n tokens for distinct drafts)
             k = int(np.flatnonzero(np.isnan(a))[0])
-            try:
-                make_law(r.law, Q[k], n)
-                r.skipped = f"position {k}: the fast solver refused the row"
-            except ValueError as exc:
-                r.skipped = f"position {k}: {exc}"
+            r.skipped = f"position {k}: {_refusal(r.law, P[k], Q[k], n)}"
+            if np.isnan(a).all():  # refused everywhere (e.g. n beyond the solver): no verifiers
+                r.names = []
     for k in range(m):
         for r in live:
             if not r.names:  # α* only (e.g. conditional Poisson): no law object needed

@@ -24,29 +24,21 @@ from typing import Any
 
 import numpy as np
 
-from ..drafts import greedy_top
+from ..drafts import Greedy, SpecHub, greedy_top
 from ._base import Verifier, add, inverse_cdf, zero_of
 
 __all__ = ["GreedyVerifier", "SpecHubVerifier", "greedy_acceptance"]
 
 
-def greedy_acceptance(p: np.ndarray, q: np.ndarray, n: int, scheme: str = "greedy") -> float:
-    r"""T9: :math:`P(T) + \sum_{x \notin T} \min(p(x), q'(x))`, T = Top_{n-1}(q), q' = q^{¬T}.
-
-    ``scheme`` names the draft scheme in the error raised when q has no mass off T
-    (``"spechub"``: SpecHub's value, n = 2)."""
+def greedy_acceptance(p: np.ndarray, q: np.ndarray, n: int) -> float:
+    r"""T9: :math:`P(T) + \sum_{x \notin T} \min(p(x), q'(x))`, T = Top_{n-1}(q), q' = q^{¬T}."""
     T = list(greedy_top(q, n - 1))
     mask = np.ones(len(q), dtype=bool)
     mask[T] = False
     if not np.any(q[mask] > 0):  # the mass off T itself, never 1 - q(T) (which rounds to 0)
-        fix = (
-            "a q with more support"
-            if scheme == "spechub"
-            else "a smaller n or a q with more support"
-        )
         raise ValueError(
-            f"q: the {scheme} scheme with n={n} needs positive mass outside its top {n - 1} "
-            f"token(s); use {fix}"
+            f"q: the greedy scheme with n={n} needs positive mass outside its top {n - 1} "
+            "token(s); use a smaller n or a q with more support"
         )
     qp = np.where(mask, q, 0.0) / q[mask].sum()
     return float(p[T].sum() + np.minimum(p[mask], qp[mask]).sum())
@@ -135,6 +127,7 @@ class GreedyVerifier(_TopThenOne):
     def acceptance(self, p, q, n):
         r"""T9: :math:`P(T) + \sum_{x \notin T} \min(p(x), q'(x))`."""
         pv, qv, n = self._pq(p, q, n)
+        Greedy(qv, n)  # the law's own support check and message
         return greedy_acceptance(pv, qv, n)
 
 
@@ -181,4 +174,5 @@ class SpecHubVerifier(_TopThenOne):
         if n != 2:
             raise ValueError(f"n: SpecHub is defined for n = 2 drafts only, got n={n}")
         pv, qv, n = self._pq(p, q, n)
-        return greedy_acceptance(pv, qv, 2, scheme="spechub")
+        SpecHub(qv)  # the law's own support check and message
+        return greedy_acceptance(pv, qv, 2)
