@@ -25,7 +25,9 @@ fast solver evaluates prefixes (:mod:`mdsd_ot.fast.without`), generalised to fra
   series with non-negative coefficients) and
   :math:`J_{a,k}/k! \le \binom{k+a}{a} (\tau/\delta_a)^{k-K} J_{a,K}/K!`,
   :math:`\delta_a = T - (\text{top } a \text{ masses}) \le d(D)`: a geometric tail of ratio
-  :math:`l\tau/\delta_a`; m and K are chosen from q so that the ratio is small;
+  :math:`l\tau/\delta_a`; m is chosen per kernel by an estimated cost among the m whose
+  ratio is at most 0.35 (:func:`choose_plan`), K from the ratio, then raised while the
+  truncation part of the law bound, estimated on every cut, exceeds 1e-7;
 - rounding: :math:`\gamma_D\,\lambda S_{abs}` with :math:`S_{abs}` the same sum with
   :math:`|\kappa|`, whose light factor is at most
   :math:`(1 - z(e^s - 1))^{-\pi_1}` coefficientwise.  The depth D counts the summation
@@ -96,8 +98,10 @@ __all__ = [
     "rest_masses", "subset_bases",
 ]  # fmt: skip
 
-_RHO = 0.12  # target ratio of the light series' tail
+_RHO_MAX = 0.35  # largest ratio of the light series' tail that choose_plan takes
 _M_MAX = 40
+_TAIL = 1e-7  # truncation part of the law bound (2 x its sum over the cuts) accepted as is
+_K_CAP = 64  # the largest Taylor order the tail check raises K to
 _CHUNK = 8192
 _BLOCK = 64  # pieces side by side in the compiled pass (divides _CHUNK)
 
@@ -130,8 +134,30 @@ def _compiled() -> dict[str, Any] | None:
             "configs": nb._k_configs}  # fmt: skip
 
 
-def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndarray]:
-    """Heavy slots, the largest light mass τ, the Taylor order K and δ_a (a = 0..n-1)."""
+def choose_plan(
+    qs: np.ndarray, n: int, pieces: np.ndarray | None = None
+) -> tuple[np.ndarray, float, int, np.ndarray]:
+    r"""Heavy slots, the largest light mass τ, the Taylor order K and δ_a (a = 0..n-1).
+
+    The number m of heavy tokens (the heaviest by q), from :math:`\max(n - 1, 3)` to 40, is
+    the one that minimises the estimated cost of the pass (:func:`_cost`: the heavy
+    configurations, one per piece of a heavy token, times the subsets times the Taylor terms,
+    plus the pieces times the Taylor terms) among those whose light series has the tail ratio
+    :math:`\rho = (n - 1)\tau/\delta_{n-1} \le 0.35` (the largest m when none has).  K
+    follows from ρ (:func:`_order`); the truncation bound of the series is reported whatever
+    ρ is.  ``pieces``: the kernel's pieces per slot (V,); one each when omitted.
+
+    The cost, not a fixed ratio, decides: with a flat draft law (every light token about as
+    heavy as the next) more heavy tokens do not lower ρ, and making all of them heavy (as a
+    fixed target ρ <= 0.12 did) took 168 s and 517 MB for n = 6 at V = 40.
+
+    Examples
+    --------
+    >>> q = np.full(40, 0.5 / 39); q[0] = 0.5
+    >>> heavy, tau, K, delta = choose_plan(q, 6)
+    >>> len(heavy), K, bool(5 * tau / delta[5] <= 0.35)
+    (5, 23, True)
+    """
     V = len(qs)
     live = int(np.count_nonzero(qs))
     top_n = min(V, _M_MAX + 1)
@@ -139,13 +165,43 @@ def choose_plan(qs: np.ndarray, n: int) -> tuple[np.ndarray, float, int, np.ndar
     idx = idx[np.lexsort((idx, -qs[idx]))]
     top = qs[idx]
     delta = rest_masses(qs, idx, n) * (1.0 - 1e-12)  # lower bounds (each within u)
-    m = min(max(3 * n - 4, n - 1, 1), live, len(top))
-    while m < min(_M_MAX, live, len(top) - 1) and (n - 1) * top[m] / delta[n - 1] > _RHO:
-        m += 1
+    counts = np.ones(len(idx), np.int64) if pieces is None else np.asarray(pieces)[idx]
+    P = len(qs) if pieces is None else int(np.sum(pieces))
+    m_lo = min(max(n - 1, 3), live, len(top))
+    m_hi = max(m_lo, min(_M_MAX, live, len(top)))  # m = live: every token heavy, tau = 0
+    best: tuple[tuple[bool, float], int] | None = None
+    for mm in range(m_lo, m_hi + 1):
+        tau_m = float(top[mm]) if mm < len(top) and mm < live else 0.0
+        rho = (n - 1) * tau_m / delta[n - 1] if tau_m > 0 else 0.0
+        far = rho > _RHO_MAX
+        key = (far, -mm if far else _cost(mm, n, _order(rho), counts, P))
+        if best is None or key < best[0]:
+            best = (key, mm)
+        if tau_m == 0.0:  # no light token left
+            break
+    assert best is not None
+    m = best[1]
     tau = float(top[m]) if m < len(top) and m < live else 0.0
     rho = (n - 1) * tau / delta[n - 1] if tau > 0 else 0.0
-    K = 1 if rho == 0 else int(min(40, max(6, math.ceil(math.log(1e-19) / math.log(rho)))))
-    return np.sort(idx[:m]), tau, K, delta
+    return np.sort(idx[:m]), tau, _order(rho), delta
+
+
+def _cost(m: int, n: int, K: int, counts: np.ndarray, P: int) -> float:
+    """Estimated cost (ns on a 2-core x86-64 VM, measured) of the series pass with m heavy
+    tokens: per heavy configuration (one per piece of a heavy token) the subsets of at most
+    n - 1 heavy tokens times the K + 1 Taylor terms (about 12 ns each), and per piece the
+    light series (about 5 (1/2 + n/8) ns per Taylor term and level)."""
+    subsets = sum(math.comb(m, a) for a in range(min(n - 1, m) + 1))
+    configs = 1 + int(counts[:m].sum())
+    return 12.0 * configs * subsets * (K + 1) + 5.0 * P * (K + 1) * n * (0.5 + n / 8)
+
+
+def _order(rho: float) -> int:
+    r"""Taylor order K of the light series for the tail ratio ρ: :math:`\rho^K \le 10^{-19}`,
+    clipped to 6..40 (1 without light tokens)."""
+    if rho == 0:
+        return 1
+    return int(min(40, max(6, math.ceil(math.log(1e-19) / math.log(rho)))))
 
 
 def rest_masses(qs: np.ndarray, top: np.ndarray, n: int) -> np.ndarray:
@@ -586,7 +642,7 @@ def _series_cuts(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`seq_series_cuts` (``single`` empty, one row) and :func:`seq_series_subsets`."""
     V = len(qs)
-    heavy, tau, K, delta = choose_plan(qs, n)
+    heavy, tau, K, delta = choose_plan(qs, n, np.bincount(kern.tok, minlength=V))
     m = len(heavy)
     hpos = np.full(V, -1)
     hpos[heavy] = np.arange(m)
@@ -613,9 +669,8 @@ def _series_cuts(
         Wa[:, hpos[h]] = np.repeat(np.where(low[:, i], 0.0, qs[h]), Hc)
     lights = qs.copy()
     lights[heavy] = 0.0
-    base = subset_bases(qs[heavy], *total_mass(lights), n)  # T - q(D), summed
-    J = heavy_moments(W, Wa, base, T_hi, T_lo, tau, K, n)
-    Jh = np.ascontiguousarray(np.cumsum(J, axis=1)[:, ::-1, :])  # Jh[:, l] = sum_{a<=n-1-l} J_a
+    light_hi, light_lo = total_mass(lights)
+    base = subset_bases(qs[heavy], light_hi, light_lo, n)  # T - q(D), summed
     seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
     light = ~is_h
     # lambda: mass above the cut (reverse cumulative sum of the piece masses), per row plus the
@@ -624,6 +679,23 @@ def _series_cuts(
     lam_off = np.zeros(NV)
     for i, h in enumerate(single.tolist()):
         lam_off = lam_off + np.where(low[:, i], 0.0, qs[h])
+    # the Taylor order: choose_plan's K, raised while the truncation part of the law bound
+    # (2 sum_c lambda sum_l pi_1^l tail_l, estimated on every cut) exceeds _TAIL: its terms
+    # c_{l,k} start at k = l, so many light tokens near tau and a large n need more orders
+    # than the tail ratio alone says (n = 8, V = 2,000, a flat rest: a law bound of 1e-3)
+    pi1 = np.concatenate([[0.0], np.cumsum(np.where(light, d, 0.0))]) / tau if tau > 0 else None
+    lam_hi = lam + float(lam_off.max(initial=0.0))
+    while True:
+        J = heavy_moments(W, Wa, base, T_hi, T_lo, tau, K, n)
+        tail = _tail_table(J, tau, delta, K, n)
+        if pi1 is None or K >= _K_CAP:
+            break
+        worst_cfg = tail.reshape(NV, Hc, n).max(axis=0)[seg]  # (P + 1, n)
+        est = lam_hi * sum(pi1**l * worst_cfg[:, l] for l in range(1, n))
+        if not 2.0 * float(est.sum()) > _TAIL:  # a nan tail is left to the bound
+            break
+        K = min(_K_CAP, K + max(2, n - 1))
+    Jh = np.ascontiguousarray(np.cumsum(J, axis=1)[:, ::-1, :])  # Jh[:, l] = sum_{a<=n-1-l} J_a
     first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at the cut
     n_low = (low & (qs[single] > 0)[None, :]).sum(axis=1)  # the bottom pieces' tokens
     kap = kappa_table(K, n)
@@ -631,15 +703,6 @@ def _series_cuts(
     beta = np.stack(
         [Jh[:, 0, 0]] + [(surj[l] * Jh[:, l]).sum(axis=1) for l in range(1, n)], axis=1
     )  # (NV Hc, n)
-    # tail coefficient per configuration: sum_a J_{a,K}/K! * sum_j binom(K+j+a, a) rho^j
-    tail = np.zeros((len(W), n))
-    for l in range(1, n):
-        lk = float(l) ** K / math.factorial(l)
-        for a in range(0, n - l):
-            rho = l * tau / (delta[a] * (1 - 1e-12)) if tau > 0 else 0.0
-            r = rho * (K + 2 + a) / (K + 2)
-            tf = math.comb(K + 1 + a, a) * rho / (1 - r) if r < 1 else math.inf
-            tail[:, l] += J[:, a, K] / math.factorial(K) * lk * tf
     Jh = Jh.reshape(NV, Hc, n, K + 1)
     beta = beta.reshape(NV, Hc, n)
     tail = tail.reshape(NV, Hc, n)
@@ -682,6 +745,22 @@ def _series_cuts(
             bound[u, -1] = 0.0
     np.clip(Phi, 0.0, 1.0, out=Phi)
     return Phi, bound
+
+
+def _tail_table(J: np.ndarray, tau: float, delta: np.ndarray, K: int, n: int) -> np.ndarray:
+    r"""Tail coefficient per configuration and level l (S, n):
+    :math:`\frac{l^K}{l!} \sum_a \frac{J_{a,K}}{K!} \sum_{j \ge 1} \binom{K+j+a}{a} \rho^j`,
+    :math:`\rho = l\tau/\delta_a` (inf where the geometric bound diverges); the cut's
+    truncation bound is :math:`\lambda \sum_l \pi_1^l` times it."""
+    tail = np.zeros((len(J), n))
+    for l in range(1, n):
+        lk = float(l) ** K / math.factorial(l)
+        for a in range(0, n - l):
+            rho = l * tau / (delta[a] * (1 - 1e-12)) if tau > 0 else 0.0
+            r = rho * (K + 2 + a) / (K + 2)
+            tf = math.comb(K + 1 + a, a) * rho / (1 - r) if r < 1 else math.inf
+            tail[:, l] += J[:, a, K] / math.factorial(K) * lk * tf
+    return tail
 
 
 def _pieces(
