@@ -69,3 +69,24 @@ def test_load_refuses_what_is_not_a_witness_file(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"format": W.FORMAT, "witnesses": "x"}))
     with pytest.raises(ValueError, match="list of objects"):
         W.load(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize("claim", ["T12b", "T5b", "T9b", "T7b", "T3c"])
+def test_a_stored_figure_that_is_not_the_instances_is_not_reproduced(claim):
+    """A witness whose instance still shows the effect but whose stored figures were edited
+    (or written by another version) is reported as not reproduced, naming the field."""
+    from mdsd_ot.theory.claims import reproduce, run
+
+    w = W.encode(run(claim, trials=5).witness)
+    assert reproduce(w).reproduced
+    rep = reproduce(w)
+    shared = [
+        k
+        for k, v in rep.values.items()
+        if isinstance(v, int | Fraction) and not isinstance(v, bool) and k in w
+    ]
+    assert shared, rep.values  # the check below is not vacuous
+    bad = dict(w, **{shared[0]: str(Fraction(rep.values[shared[0]]) + Fraction(1, 7))})
+    out = reproduce(bad)
+    assert not out.reproduced
+    assert f"the file's {shared[0]}=" in out.detail
