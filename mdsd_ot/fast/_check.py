@@ -35,50 +35,62 @@ def check_scheme_n(scheme: Any, n: Any) -> tuple[str, int]:
     return D.kernel_for(scheme, n), n
 
 
-def _check_shapes(p_shape: tuple, q_shape: tuple) -> None:
+def _check_shapes(p_shape: tuple, q_shape: tuple, names: tuple[str, str] = ("p", "q")) -> None:
+    pn, qn = names
     if len(p_shape) not in (1, 2):
-        raise ValueError(f"p: must have shape (V,) or (B, V), got {tuple(p_shape)}")
+        raise ValueError(f"{pn}: must have shape (V,) or (B, V), got {tuple(p_shape)}")
     if tuple(p_shape) != tuple(q_shape):
         raise ValueError(
-            f"q: has shape {tuple(q_shape)} but p has shape {tuple(p_shape)}; give one q row per "
-            "p row over the same vocabulary"
+            f"{qn}: has shape {tuple(q_shape)} but {pn} has shape {tuple(p_shape)}; give one "
+            f"{qn} row per {pn} row over the same vocabulary"
         )
 
 
-def _support_error(Q: Any, n: int, kernel: str, batched: bool) -> None:
+def _support_error(Q: Any, n: int, kernel: str, batched: bool, name: str = "q") -> None:
     """Raise the shared message for the first row of q with fewer than n positive masses."""
     Qn = V_._host(Q)
     support = np.count_nonzero(Qn > 0, axis=-1)
     row = int(np.flatnonzero(support < n)[0])
     schemes = [c.scheme for c in D.SCHEMES.values() if c.kernel == kernel]  # the laws' names
     scheme = " / ".join(schemes) if schemes else kernel
-    V_.check_support(Qn[row], n, scheme, f"q[{row}]" if batched else "q")
+    V_.check_support(Qn[row], n, scheme, f"{name}[{row}]" if batched else name)
 
 
-def check_numpy(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[Any, Any]]:
+def check_numpy(
+    p: Any, q: Any, n: int, kernel: str, names: tuple[str, str] = ("p", "q")
+) -> tuple[Any, Any, tuple[Any, Any]]:
     """Validate numpy-like inputs (one fused pass per array): float64 (B, V) rows clipped at 0
-    (the inputs themselves when nothing needed clipping) and their row sums (p's, q's)."""
-    _check_shapes(np.shape(p), np.shape(q))
-    P, sp, single = V_.prob_rows(p, "p")
-    Q, sq, _ = V_.prob_rows(q, "q")
+    (the inputs themselves when nothing needed clipping) and their row sums (p's, q's).
+    ``names``: the caller's argument names, which the errors name."""
+    _check_shapes(np.shape(p), np.shape(q), names)
+    P, sp, single = V_.prob_rows(p, names[0])
+    Q, sq, _ = V_.prob_rows(q, names[1])
     if kernel in DISTINCT and n > 1 and np.any(np.count_nonzero(Q, axis=-1) < n):
-        _support_error(Q, n, kernel, batched=not single)
+        _support_error(Q, n, kernel, not single, names[1])
     return P, Q, (sp, sq)
 
 
-def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[Any, Any]]:
+def check_array(
+    p: Any, q: Any, n: int, kernel: str, names: tuple[str, str] = ("p", "q")
+) -> tuple[Any, Any, tuple[Any, Any]]:
     """Validate tensors (any array-API library) on their device: rows clipped at 0, row sums.
 
     The dtype rule, the meta device and gradients are handled by
     :func:`mdsd_ot._validate.device_rows`; the per-row flags are reduced on the device and read
-    once (one host synchronisation).  The sum tolerance follows the dtype.
+    once (one host synchronisation).  The sum tolerance follows the dtype.  ``names``: the
+    caller's argument names, which the errors name.
     """
-    _check_shapes(tuple(p.shape), tuple(q.shape))
-    P, Q = V_.device_rows(p, "p"), V_.device_rows(q, "q")
+    pn, qn = names
+    _check_shapes(tuple(p.shape), tuple(q.shape), names)
+    P, Q = V_.device_rows(p, pn), V_.device_rows(q, qn)
     if p.device != q.device:
-        raise ValueError(f"q: is on {q.device} but p is on {p.device}; put both on one device")
+        raise ValueError(
+            f"{qn}: is on {q.device} but {pn} is on {p.device}; put both on one device"
+        )
     if P.dtype != Q.dtype:
-        raise ValueError(f"q: has dtype {q.dtype} but p has {p.dtype}; give both in one dtype")
+        raise ValueError(
+            f"{qn}: has dtype {q.dtype} but {pn} has {p.dtype}; give both in one dtype"
+        )
     xp = bk.namespace(P, Q)
     sp, okp, tol = V_.device_flags(P)
     sq, okq, _ = V_.device_flags(Q, tol)
@@ -89,10 +101,10 @@ def check_array(p: Any, q: Any, n: int, kernel: str) -> tuple[Any, Any, tuple[An
     if not bool(xp.all(ok)):  # the one host synchronisation
         batched = p.ndim == 2
         if not bool(xp.all(okp)):
-            V_.raise_first_bad_row(P, ~okp, "p", tol, batched)
+            V_.raise_first_bad_row(P, ~okp, pn, tol, batched)
         if not bool(xp.all(okq)):
-            V_.raise_first_bad_row(Q, ~okq, "q", tol, batched)
-        _support_error(bk.clip(Q, 0.0, None), n, kernel, batched)
+            V_.raise_first_bad_row(Q, ~okq, qn, tol, batched)
+        _support_error(bk.clip(Q, 0.0, None), n, kernel, batched, qn)
     return bk.clip(P, 0.0, None), bk.clip(Q, 0.0, None), (sp, sq)
 
 

@@ -216,7 +216,7 @@ def test_errors_name_the_argument():
         verify_rows(P, Q, 2, torch.tensor([[0, 1, 1], [2, 2, 1]]), 0)
     with pytest.raises(ValueError, match="draft_tokens: must hold integer"):
         verify_rows(P, Q, 2, good.double(), 0)
-    with pytest.raises(ValueError, match=r"q\[0\]: entries sum to 1.1"):
+    with pytest.raises(ValueError, match=r"Q\[0\]: entries sum to 1.1"):  # its argument Q
         verify_rows(P, Q * 1.1, 2, good, 0)
     with pytest.raises(ValueError, match="give both in one dtype"):
         verify_rows(P, Q.float(), 2, good, 0)

@@ -81,6 +81,13 @@ def test_boundary_checks_name_the_argument(cls, n, V, lib, conv):
         tb[1, 0] = bad
         refused(rf"draft_tokens: token id {bad} is outside the vocabulary 0\.\.{V - 1}", P, Q, tb)
     refused("draft_tokens: must hold integer token ids", P, Q, t.astype(float))
+    # row values: the same names on the numpy and the device routes (the device route said
+    # p[0] / q[1] before)
+    Pb, Qb = P.copy(), Q.copy()
+    Pb[0, 0] = -1.0
+    Qb[1, 1] = -1.0
+    refused(r"P\[0\]: entry 0 is negative", Pb, Q, t)
+    refused(r"Qd\[1\]: entry 1 is negative", P, Qb, t)
 
 
 @pytest.mark.parametrize("lib,conv", _libs(), ids=[name for name, _ in _libs()])

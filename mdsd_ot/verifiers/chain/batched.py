@@ -108,6 +108,7 @@ def verify_rows(
     construction: str = "relabel",
     *,
     return_plans: bool = False,
+    names: tuple[str, str] = ("P", "Q"),
 ) -> tuple[Any, ...]:
     r"""The optimal verifier on (B, V) rows of numpy arrays or tensors: ``relabel`` (i.i.d.
     drafts, any n) or ``cp2`` (conditional Poisson, n = 2; its tuples hold distinct tokens).
@@ -120,7 +121,8 @@ def verify_rows(
     refused).  Returns the
     output tokens and the accepted flags, on the input's device; with ``return_plans=True`` also
     the :class:`~.batched_plans.RowPlans` (``alpha``: each row's α*, the acceptance of the
-    verifier; ``law_error``: its bound).
+    verifier; ``law_error``: its bound).  Errors name the arguments ``names`` (a caller that
+    passes its own arguments through gives their names).
 
     Examples
     --------
@@ -144,10 +146,10 @@ def verify_rows(
         raise ValueError(f"n: cp2 is the conditional-Poisson verifier for n = 2, got n = {n}")
     kernel = CONSTRUCTIONS[construction]
     if bk.is_numpy_array(P) and bk.is_numpy_array(Q):
-        P2, Q2, (sp, sq) = check_numpy(P, Q, n, kernel)
+        P2, Q2, (sp, sq) = check_numpy(P, Q, n, kernel, names)
         t = np.asarray(draft_tokens)
     else:
-        P2, Q2, (sp, sq) = check_array(P, Q, n, kernel)
+        P2, Q2, (sp, sq) = check_array(P, Q, n, kernel, names)
         xp = bk.namespace(P2)
         P2, Q2 = xp.astype(P2, xp.float64), xp.astype(Q2, xp.float64)
         sp, sq = xp.astype(sp, xp.float64), xp.astype(sq, xp.float64)
@@ -156,7 +158,8 @@ def verify_rows(
             t = xp.asarray(np.asarray(t), device=P2.device)
         elif t.device != P2.device:
             raise ValueError(
-                f"draft_tokens: is on {t.device} but p is on {P2.device}; put both on one device"
+                f"draft_tokens: is on {t.device} but {names[0]} is on {P2.device}; put both on "
+                "one device"
             )
     P2, Q2 = P2 / sp[:, None], Q2 / sq[:, None]
     B, V = Q2.shape

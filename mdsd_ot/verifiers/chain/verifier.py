@@ -320,7 +320,7 @@ class ChainOptimal(Verifier):
             P, Qd = P[None, :], Qd[None, :]
         if con in CONSTRUCTIONS:  # relabel, cp2: every row at once on the device
             t = _token_array(draft_tokens, B)
-            return verify_rows(P, Qd, draft.n, t, rng, construction=con)
+            return verify_rows(P, Qd, draft.n, t, rng, construction=con, names=("P", "Qd"))
         return on_host(self.sample_rows, P, Qd, draft_tokens, rng)
 
     def _setup(self, p, draft, exact):
