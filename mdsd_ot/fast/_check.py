@@ -108,7 +108,7 @@ def check_array(
     return bk.clip(P, 0.0, None), bk.clip(Q, 0.0, None), (sp, sq)
 
 
-#: The fused pass sums in four lanes, the validator pairwise: the two differ by at most about
+#: The fused pass sums bucket by bucket, the validator pairwise: the two differ by at most about
 #: V u (1e-10 covers V = 10^6), so a row whose sum lies that close to the tolerance is left to
 #: the validator, whose verdict then stands.
 FUSED_SUM_MARGIN: float = 1e-10

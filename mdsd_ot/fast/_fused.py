@@ -180,9 +180,10 @@ def bucket_front(
     bucket, ``id0``; ``Hp``, ``Hq`` and ``Hn`` (NB,) hold, per bucket ``id0 .. id0 + NB - 1``,
     the sums of p, of q and the number of tokens.
 
-    None (before any histogram is formed) when more than a share ``outside`` of the ratios are
-    finite and positive but beyond the window, or when one bucket holds more than a share
-    ``dense`` of every 8th token: rows the window's buckets cannot bound tightly; also when a
+    None when more than a share ``outside`` of the ratios are finite and positive but beyond
+    the window, or when one bucket holds more than a share ``dense`` of the tokens: rows the
+    window's buckets cannot bound tightly (the histograms are formed in the same pass, so such
+    a row costs one pass before it goes to numpy's route); also when a
     token of positive q has a ratio that overflowed to +inf (q subnormal: such tokens would tie
     in the last bucket whatever their ratios; numpy's route sends the row to the sort).
 
