@@ -51,7 +51,7 @@ import math
 import numpy as np
 
 from . import _cutjit
-from .pieces import PieceKernel
+from .pieces import PieceKernel, dominant_slots
 
 __all__ = [
     "U", "gamma", "blocked_cumsum", "cumsum_depth", "before_after", "total_mass", "cp_law",
@@ -166,8 +166,6 @@ def _cp_pass(d: np.ndarray, v: np.ndarray, n: int) -> tuple[list, list]:
 def _dominant_split(qs: np.ndarray, n: int, kern: PieceKernel) -> list[int]:
     """The dominant slots (:func:`~.pieces.dominant_slots`) that have more than one piece:
     :func:`cp_law` sums the other tokens' levels without them."""
-    from .pieces import dominant_slots
-
     return [x for x in dominant_slots(qs, n) if kern.start[x + 1] - kern.start[x] > 1]
 
 
