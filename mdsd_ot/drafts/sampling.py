@@ -19,9 +19,17 @@ Zero-mass tokens are never drawn.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["InverseCDF", "ConditionalPoissonTable", "inverse_cdf_table"]
+__all__ = [
+    "InverseCDF",
+    "ConditionalPoissonTable",
+    "inverse_cdf_table",
+    "scale_exponent",
+    "SCALE_FROM",
+]
 
 
 class InverseCDF:
@@ -102,6 +110,49 @@ def inverse_cdf_table(q: np.ndarray) -> InverseCDF:
     return InverseCDF(q)
 
 
+#: :func:`scale_exponent` rescales q only when :math:`e_n(q)` is estimated below
+#: :math:`2^{-n \cdot \text{SCALE_FROM}}`: other rows keep their bits.
+SCALE_FROM: int = 32
+
+
+def scale_exponent(qs: np.ndarray, n: int) -> int:
+    r"""k such that :math:`e_n(2^k q)` is about 1, or 0 when :math:`e_n(q)` is not tiny.
+
+    The conditional-Poisson law (its set sampler, :class:`ConditionalPoissonTable`; the optimal
+    verifier's piece-kernel law and design model) uses q only through ratios to :math:`e_n(q)`, which are the same for :math:`2^k q` (n-th
+    powers cancel; a power of two scales every operation exactly, so rounding is unchanged).
+    A draft almost sure of one token with tails of :math:`10^{-150}` has
+    :math:`e_4(q) \approx 10^{-450}`: it underflows to 0; the sampler's suffix tables
+    then drew the same tail tokens every time, the verifier's law was lost (its plan accepted
+    nothing where :math:`\alpha^* = 0.82`) and its model divided by a clamp.  With
+    :math:`L = \sum \log_2` of the n largest masses (one term of :math:`e_n`, so
+    :math:`L \le \log_2 e_n(q) \le L + \log_2 \binom{m}{n}`, m the positive masses),
+    :math:`k = -\operatorname{round}((L + \log_2 \binom{m}{n} / 2) / n)` puts
+    :math:`e_n(2^k q)` within a factor :math:`2^{n/2} \binom{m}{n}^{1/2}` of 1.  The other
+    :math:`e_m(2^k q)` stay finite unless several tokens are heavy and the rest lie below
+    :math:`10^{-300}`; the law is then refused as before (no law, nothing accepted, lossless).
+    Returns 0 unless :math:`k \ge` :data:`SCALE_FROM` (ordinary rows, even a draft
+    :math:`1 - 10^{-8}` sure of one token, keep their bits), and 0 with fewer than n positive
+    masses.
+
+    Examples
+    --------
+    >>> q = np.full(2001, 1e-200 / 2000)
+    >>> q[0] = 1.0
+    >>> k = scale_exponent(q, 4)
+    >>> k > 300, scale_exponent(np.full(4, 0.25), 4)
+    (True, 0)
+    """
+    pos = qs[qs > 0]
+    m = len(pos)
+    if m < n or n < 2:
+        return 0
+    top = np.partition(pos, m - n)[m - n :]
+    log_binom = (math.lgamma(m + 1) - math.lgamma(n + 1) - math.lgamma(m - n + 1)) / math.log(2)
+    k = -round((float(np.sum(np.log2(top))) + 0.5 * log_binom) / n)
+    return int(k) if k >= SCALE_FROM else 0
+
+
 class ConditionalPoissonTable:
     r"""Sampler of n distinct tokens with :math:`\Pr[S] \propto \prod_{i \in S} q(i)`.
 
@@ -117,6 +168,8 @@ class ConditionalPoissonTable:
         self.V, self.n = len(q), int(n)
         self.order = np.argsort(-q, kind="stable")  # descending mass
         w = q[self.order]
+        if k := scale_exponent(w, self.n):  # e_n(q) tiny: the suffix tables of 2^k q (the
+            w = np.ldexp(w, k)  # draws read ratios of them only), which do not underflow
         E = np.zeros((self.n + 1, self.V + 1))
         E[0, :] = 1.0
         for m in range(1, self.n + 1):

@@ -83,12 +83,29 @@ def test_without_replacement_after_a_dominant_token_draws_the_tiny_ones_uniforml
     assert np.all(s[:, 2] != s[:, 1]) and np.all(s[:, 2] > 0)
 
 
-def test_conditional_poisson_inclusion_probabilities():
+def _tails(rest: float, V: int = 30) -> np.ndarray:
+    """One token holding all but ``rest``, spread at random over the other V - 1 (seeded)."""
+    q = np.random.default_rng(5).random(V)
+    q[0] = 0.0
+    q = q / q.sum() * rest
+    q[0] = 1.0 - q.sum()
+    return q
+
+
+@pytest.mark.parametrize(
+    "q, n",
+    [
+        (np.random.default_rng(3).dirichlet(np.full(30, 0.3)), 3),
+        # e_n(q) about 1e-600 and 1e-1200: the suffix tables underflowed and every draw took
+        # the same light tokens (inclusion 1.0 for two of them); now built from 2^k q
+        (_tails(1e-200), 4),
+        (_tails(1e-300), 5),
+    ],
+    ids=["skewed", "tails-1e-200", "tails-1e-300"],
+)
+def test_conditional_poisson_inclusion_probabilities(q, n):
     # pi_i = q_i e_{n-1}(q without i) / e_n(q), exactly; empirical inclusion frequencies of
-    # 40,000 seeded draws within 5 standard errors, on a skewed q over 30 tokens.
-    rng = np.random.default_rng(3)
-    q = rng.dirichlet(np.full(30, 0.3))
-    n = 3
+    # 40,000 seeded draws within 5 standard errors, over 30 tokens.
     law = ConditionalPoisson(q, n)
     qf = [Fraction(float(x)) for x in q]
     en = drafts.elementary_symmetric(qf, n, Fraction(1))[n]

@@ -18,6 +18,7 @@ Each is now a sum of non-negative terms.  Tolerances: ε = α* - acceptance agai
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction as Fr
 
 import numpy as np
@@ -95,13 +96,79 @@ def test_simulation_near_a_point_mass():
         assert abs(a_hat - a) <= 4 * se, (type(d).__name__, a_hat, a, se)
 
 
-def test_underflowing_conditional_poisson_law_is_refused_not_divided_by_zero():
-    """At 1 - q_max = 1e-300, e_n(q) underflows: cp_law reports no law (bound inf) and the
-    plan accepts nothing (the verifier then outputs its residual, p itself, so the plan's law
-    error is 0 and ``info["no_law"]`` says why), instead of a ZeroDivisionError."""
+@pytest.mark.parametrize("rest", [1e-150, 1e-200, 1e-300])
+@pytest.mark.parametrize("law, n", [("seq", 3), ("seq", 4), ("cp", 3), ("cp", 4)])
+def test_plans_attain_alpha_star_with_underflowing_tails(law, n, rest):
+    """The rest spread over V - 1 = 299 tokens: e_n(q) is about 1e-450 ... 1e-900 and underflows.
+    The law and the design's model are computed from 2^k q (pieces.scale_exponent); before,
+    conditional Poisson accepted nothing (ε = 0.73 at n = 3, 0.82 at n = 4, V = 2,000) and the
+    sequential design stalled at ε = 2.2e-4 (n = 3) and 9.9e-3 (n = 4)."""
+    cls, con = LAWS[law]
+    p, q = _row(300, rest)
+    d = cls(q, n)
+    plan = build_plan(p, d.q, n, con)
+    a = float(fast.alpha_star(p, d))
+    assert 0.0 <= a - plan.acceptance <= 1e-9, (a, plan.acceptance, plan.construction)
+    assert plan.law_error <= 1e-9
+
+
+def test_simulation_with_underflowing_tails():
+    """10^5 verified tuples per law at 1 - q_max = 1e-200 (V = 300, n = 4): the plans built
+    from 2^k q are lossless (G-test against p) and accept α* (4 s.e.)."""
+    p, q = _row(300, 1e-200, seed=4)
+    for d in (drafts.WithoutReplacement(q, 4), drafts.ConditionalPoisson(q, 4)):
+        v = ChainOptimal(d)
+        g = np.random.default_rng(7)
+        size = 100_000
+        out, acc = v.sample(p, sample_drafts(d, g, size), g)
+        assert g_test_pvalue(out, p) > 1e-4
+        a = float(fast.alpha_star(p, d))
+        a_hat = float(acc.mean())
+        se = float(np.sqrt(a_hat * (1 - a_hat) / size))
+        assert abs(a_hat - a) <= 4 * se, (type(d).__name__, a_hat, a, se)
+
+
+def test_underflowing_conditional_poisson_law_is_refused_not_divided_by_zero(monkeypatch):
+    """Without the rescaling (forced off), e_n(q) underflows at 1 - q_max = 1e-300: cp_law
+    reports no law (bound inf) and the plan accepts nothing (the verifier then outputs its
+    residual, p itself, so the plan's law error is 0 and ``info["no_law"]`` says why), instead
+    of a ZeroDivisionError.  The refusal stays as the guard of any underflow left."""
+    monkeypatch.setattr(cutlaw, "scale_exponent", lambda qs, n: 0)
+    monkeypatch.setattr(pieces, "scale_exponent", lambda qs, n: 0)
     p, q = _row(300, 1e-300)
     plan = build_plan(p, q, 3, "cp-swap")
     assert plan.acceptance == 0.0 and plan.law_error == 0.0 and plan.info["no_law"]
+
+
+def test_scale_exponent_puts_e_n_near_one_and_leaves_ordinary_rows_alone():
+    """e_n(2^k q) within 2^(n/2) C(V, n)^(1/2) of 1 (Fractions: the float q, exactly scaled);
+    k = 0 for rows whose e_n is not below 2^(-32 n): the synthetic family, a draft 1 - 1e-8
+    sure of one token, fewer than n positive masses."""
+    for rest, n in ((1e-150, 3), (1e-300, 4), (1e-300, 2)):
+        _, q = _row(40, rest)
+        k = pieces.scale_exponent(q, n)
+        assert k >= pieces.SCALE_FROM
+        qk = np.ldexp(q, k)
+        assert np.all(qk[q > 0] > 0) and np.isfinite(qk).all()
+        assert np.array_equal(np.ldexp(qk, -k), q)  # a power of two: exact
+        e = elementary_symmetric([Fr(float(v)) for v in qk], n, Fr(1))[n]
+        half = 2 ** ((n + 1) // 2) * (math.isqrt(math.comb(40, n)) + 1)  # rounded up
+        assert Fr(1, half) <= e <= half, (rest, n, float(e))
+    assert pieces.scale_exponent(_row(2000, 1e-8)[1], 4) == 0
+    assert pieces.scale_exponent(np.full(100, 0.01), 4) == 0
+    assert pieces.scale_exponent(np.array([1.0, 1e-300, 0.0]), 3) == 0
+
+
+def test_cp_law_is_the_same_for_scaled_q():
+    """cp_law(2^j q) = cp_law(q) bit for bit where nothing underflows (the law uses q only
+    through ratios to e_n), so the rescaling changes no digit of an ordinary row's law."""
+    p, q = _row(60, 1e-3, seed=2)
+    n = 3
+    plan = build_plan(p, q, n, "cp-swap")
+    kern, qs = plan.pieces, q[plan.order]
+    T0, b0 = cutlaw.cp_law(qs, n, kern)
+    T1, b1 = cutlaw.cp_law(np.ldexp(qs, 20), n, kern)
+    assert np.array_equal(T0, T1) and b0 == b1
 
 
 def test_dominant_levels_are_exact():

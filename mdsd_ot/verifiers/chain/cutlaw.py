@@ -51,7 +51,7 @@ import math
 import numpy as np
 
 from . import _cutjit
-from .pieces import PieceKernel, dominant_slots
+from .pieces import PieceKernel, dominant_slots, scale_exponent
 
 __all__ = [
     "U", "gamma", "blocked_cumsum", "cumsum_depth", "before_after", "total_mass", "cp_law",
@@ -183,11 +183,15 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     without K and :math:`w_K` theirs; the cancellation would otherwise spread through the
     cumulative sums to every later piece (a bound of 0.3 at :math:`1 - q_x = 10^{-16}`,
     V = 2,000, n = 3).  When :math:`e_n` underflows (masses :math:`10^{300}` apart) no law is
-    returned (zeros, bound inf).
+    returned (zeros, bound inf).  Where :math:`e_n(q)` is tiny (a draft almost sure of one token
+    with tails of :math:`10^{-150}`) the law is computed from :math:`2^k q`
+    (:func:`~.pieces.scale_exponent`), the same law without the underflow.
 
     With numba the passes are compiled (:mod:`._cutjit`: the same operations in the same
     order, bit-identical, so the bound holds as it is).
     """
+    if k := scale_exponent(qs, n):  # ratios to e_n only: the same law, without underflow
+        qs = np.ldexp(qs, k)
     V = len(qs)
     jit = _cutjit.enabled()
     if jit:  # the first output of before_after only, and its depth

@@ -51,11 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from ...drafts.sampling import SCALE_FROM, scale_exponent
 from . import _cutjit
 from .relabel import QUANT, fifo_pairs
 
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
+    "scale_exponent", "SCALE_FROM",
     "pair_masses", "design", "dominant_slots", "dominant_levels", "DOMINANT",
     "default_tol", "design_or_retry", "scaled_transfers", "AUTO_RATIO", "DAMPED_STEP",
     "DAMPED_ANDERSON", "DAMPED_MAX_ITER",
@@ -452,6 +454,8 @@ def design(
     V = len(qs)
     tol = default_tol(V) if tol is None else tol
     live = qs > 0
+    if k := scale_exponent(qs, n):  # e_n(q) tiny: the model in units of 2^k q (its values in
+        qs = np.ldexp(qs, k)  # units of q are the same; piece probabilities mass / q too)
     E = cp_levels(qs, n)
     dom = dominant_levels(qs, n)
     jit = _cutjit.enabled() and rigid is None  # compiled pairing and model (the same values)
