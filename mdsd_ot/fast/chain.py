@@ -185,7 +185,12 @@ class Without2(Chain):
     fused_sub_bits = 6
 
     def setup(self, p, q, sq, xp, qmax=None):
-        a = xp.argmax(q, axis=-1)[:, None]
+        if qmax is not None and isinstance(q, np.ndarray) and q.shape[0] == 1:
+            # np.argmax from the block maxima of the bucketing pass: one block read, not V
+            # (the first of the largest, as argmax picks it; 0.04 of 1.1 ms at V = 152,064)
+            a = _fz.top_k(q[0], 1, qmax)[1].reshape(1, 1)
+        else:
+            a = xp.argmax(q, axis=-1)[:, None]
         hq = bk.take_rows(q, a) / sq[:, None]
         return {"heavy": a, "hq": hq, "scale": 1.0 / sq, "sq": sq, "heavy_ties": False}
 
