@@ -153,8 +153,20 @@ def scale_exponent(qs: np.ndarray, n: int) -> int:
     return int(k) if k >= SCALE_FROM else 0
 
 
+#: The smallest table entry :class:`ConditionalPoissonTable` keeps in floats (2^-1000, above
+#: the subnormal range by 2^22); a smaller one sends the law to logarithmic tables.
+TABLE_MIN: float = 2.0**-1000
+
+
 class ConditionalPoissonTable:
     r"""Sampler of n distinct tokens with :math:`\Pr[S] \propto \prod_{i \in S} q(i)`.
+
+    The tokens by decreasing mass; the suffix tables :math:`E[m, k] = e_m` of the masses from
+    position k on pick each next token with probability :math:`w_j E[m-1, j+1] / E[m, k]`.
+    Where :math:`e_n(q)` is tiny the tables are formed from :math:`2^k q`
+    (:func:`scale_exponent`: the same ratios); where an entry a draw can read would still be
+    non-finite or below :data:`TABLE_MIN` (several heavy tokens beside subnormal ones), from
+    logarithms (``log``), so no term is lost to underflow.
 
     Examples
     --------
@@ -172,10 +184,39 @@ class ConditionalPoissonTable:
             w = np.ldexp(w, k)  # draws read ratios of them only), which do not underflow
         E = np.zeros((self.n + 1, self.V + 1))
         E[0, :] = 1.0
+        with np.errstate(over="ignore", under="ignore"):  # checked next: logarithms then
+            for m in range(1, self.n + 1):
+                # E[m, k] = sum_{i >= k} w_i E[m-1, i+1]: a suffix sum, accurate from the tail
+                E[m, : self.V] = np.cumsum((w * E[m - 1, 1:])[::-1])[::-1]
+        #: Whether the tables hold logarithms (:meth:`_log_tables`).
+        self.log = not self._tables_ok(E, w)
+        self.E = self._log_tables(w) if self.log else E
+
+    def _tables_ok(self, E: np.ndarray, w: np.ndarray) -> bool:
+        """Whether every entry a draw can read is finite and at least :data:`TABLE_MIN` where
+        the suffix holds m positive masses: a term lost to underflow (or rounded as a
+        subnormal) is then below 2^-74 of the entry it belongs to."""
+        npos = np.cumsum((w > 0)[::-1])[::-1]  # positive masses at positions >= k
         for m in range(1, self.n + 1):
-            # E[m, k] = sum_{i >= k} w_i E[m-1, i+1]: a suffix sum, accurate from the tail
-            E[m, : self.V] = np.cumsum((w * E[m - 1, 1:])[::-1])[::-1]
-        self.E = E
+            need = npos >= m
+            row = E[m, : self.V]
+            if not (np.all(np.isfinite(row)) and np.all(row[need] >= TABLE_MIN)):
+                return False
+        return True
+
+    def _log_tables(self, w: np.ndarray) -> np.ndarray:
+        r"""The tables as natural logarithms, :math:`\log E[m, k] = \operatorname{logaddexp}
+        _{i \ge k} (\log w_i + \log E[m-1, i+1])`: no overflow or underflow whatever the spread
+        of q (several heavy tokens beside subnormal ones, where no single power of two keeps
+        every :math:`e_m` in range); relative error about :math:`|\log E|` u per entry."""
+        with np.errstate(divide="ignore"):
+            lw = np.log(w)
+        L = np.full((self.n + 1, self.V + 1), -np.inf)
+        L[0, :] = 0.0
+        for m in range(1, self.n + 1):
+            terms = (lw + L[m - 1, 1:])[::-1]
+            L[m, : self.V] = np.logaddexp.accumulate(terms)[::-1]
+        return L
 
     def draw_sets(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sets as an (size, n) int64 array of tokens in ascending position order."""
@@ -184,7 +225,12 @@ class ConditionalPoissonTable:
         for step in range(self.n):
             m = self.n - step
             Em = self.E[m]  # non-increasing in k
-            x = rng.random(size) * Em[k]
+            u = rng.random(size)
+            if self.log:
+                with np.errstate(divide="ignore"):
+                    x = np.log(u) + Em[k]
+            else:
+                x = u * Em[k]
             # next = the j >= k with E[m, j+1] <= x < E[m, j]
             neg = -Em  # non-decreasing
             j = np.searchsorted(neg, -x, side="left") - 1

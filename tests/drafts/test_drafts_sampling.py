@@ -19,6 +19,7 @@ from mdsd_ot.drafts import (
     WithoutReplacement,
     WithReplacement,
 )
+from mdsd_ot.drafts.sampling import ConditionalPoissonTable
 from mdsd_ot.synthetic import synthetic_pair
 
 V_BIG = 152_064
@@ -92,6 +93,15 @@ def _tails(rest: float, V: int = 30) -> np.ndarray:
     return q
 
 
+def _subnormal_tails(V: int, heavy: int) -> np.ndarray:
+    """``heavy`` tokens (shares 0.6 : 0.4 : 0.3) beside V - heavy subnormal masses 5e-324 i."""
+    q = np.zeros(V)
+    q[heavy:] = 5e-324 * np.arange(1, V - heavy + 1)
+    share = np.array([0.6, 0.4, 0.3][:heavy])
+    q[:heavy] = (1.0 - q.sum()) * share / share.sum()
+    return q
+
+
 @pytest.mark.parametrize(
     "q, n",
     [
@@ -100,13 +110,21 @@ def _tails(rest: float, V: int = 30) -> np.ndarray:
         # the same light tokens (inclusion 1.0 for two of them); now built from 2^k q
         (_tails(1e-200), 4),
         (_tails(1e-300), 5),
+        # two heavy tokens beside subnormal ones: no single power of two keeps every e_m in
+        # range (inclusion 1.0 for the lightest token at n = 5); logarithmic tables
+        (_subnormal_tails(10, 2), 4),
+        (_subnormal_tails(40, 3), 5),
     ],
-    ids=["skewed", "tails-1e-200", "tails-1e-300"],
+    ids=["skewed", "tails-1e-200", "tails-1e-300", "subnormal-2-heavy", "subnormal-3-heavy"],
 )
-def test_conditional_poisson_inclusion_probabilities(q, n):
+def test_conditional_poisson_inclusion_probabilities(q, n, request):
     # pi_i = q_i e_{n-1}(q without i) / e_n(q), exactly; empirical inclusion frequencies of
-    # 40,000 seeded draws within 5 standard errors, over 30 tokens.
+    # 40,000 seeded draws within 5 standard errors; the float tables wherever they keep
+    # every entry a draw reads, logarithms only for the subnormal rows.
+    V = len(q)
     law = ConditionalPoisson(q, n)
+    logs = ("tails-1e-300", "subnormal-2-heavy", "subnormal-3-heavy")
+    assert ConditionalPoissonTable(q, n).log == (request.node.callspec.id in logs)
     qf = [Fraction(float(x)) for x in q]
     en = drafts.elementary_symmetric(qf, n, Fraction(1))[n]
     pi = np.array(
@@ -116,12 +134,12 @@ def test_conditional_poisson_inclusion_probabilities(q, n):
                 * drafts.elementary_symmetric(qf[:i] + qf[i + 1 :], n - 1, Fraction(1))[n - 1]
                 / en
             )
-            for i in range(30)
+            for i in range(V)
         ]
     )
     N = 40_000
     s = law.sample(np.random.default_rng(4), N)
-    freq = np.bincount(s.ravel(), minlength=30) / N
+    freq = np.bincount(s.ravel(), minlength=V) / N
     se = np.sqrt(pi * (1 - pi) / N) + 1e-12
     assert np.all(np.abs(freq - pi) <= 5 * se)
     assert abs(pi.sum() - n) < 1e-12
@@ -194,3 +212,15 @@ def test_registry_lists_come_from_the_classes():
     with pytest.raises(ValueError, match="give n=1"):
         drafts.kernel_for("single", 2)
     assert "conditional-poisson:" in drafts.scheme_help()
+
+
+def test_conditional_poisson_log_tables_equal_the_float_tables():
+    """Where the float tables hold, their logarithmic form (the route of rows whose entries
+    would underflow) agrees to 1e-12 relative: about |log E| u per entry."""
+    _, q = synthetic_pair(5_000, 1.0, np.random.default_rng(2))
+    for n in (2, 4):
+        t = ConditionalPoissonTable(q, n)
+        assert not t.log
+        L = t._log_tables(q[t.order])
+        E = t.E[:, : 5_000 - n]
+        assert np.allclose(np.exp(L[:, : 5_000 - n]), E, rtol=1e-12, atol=0.0)
