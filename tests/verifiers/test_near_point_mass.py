@@ -241,3 +241,44 @@ def test_cp_law_of_split_dominant_tokens(rest, heavy):
             with disabled():
                 T0, err0 = cutlaw.cp_law(q, n, kern)
             assert np.array_equal(T, T0) and err == err0
+
+
+def _two_heavy(V: int, rest: float, seed: int, tails: str = "rand") -> np.ndarray:
+    """Two tokens (0.6 : 0.4) hold all but ``rest``; ``rand``: the rest at random over the
+    others, ``mix``: one other at ``rest``, the others at 1e-300; shuffled (seeded)."""
+    g = np.random.default_rng(seed)
+    if tails == "rand":
+        t = g.random(V - 2)
+        t = t / t.sum() * rest
+    else:
+        t = np.full(V - 2, 1e-300)
+        t[0] = rest
+    return np.r_[np.array([0.6, 0.4]) * (1 - t.sum()), t][g.permutation(V)]
+
+
+def test_design_retries_the_model_on_q_itself_where_the_rescaled_one_falls_short():
+    """Sequential, two heavy tokens beside tails of 1e-200 (V = 300, n = 4, a peaked p): the
+    design on 2^k q stalls at ε = 2.1e-3 in all its runs; the retry with the model on q itself
+    (``retry["kept"] == "raw"``) reaches 1.3e-5, what the design reached before the rescaling."""
+    q = _two_heavy(300, 1e-200, 466)
+    p = np.random.default_rng(1466).dirichlet(np.full(300, 0.05))
+    d = drafts.WithoutReplacement(q, 4)
+    plan = build_plan(p, d.q, 4, "seq-best")
+    assert float(fast.alpha_star(p, d)) - plan.acceptance <= 2e-5
+    assert plan.info["retry"]["kept"] == "raw"
+    assert plan.info["retry"]["first"]["shortfall"] > 1e-3
+
+
+def test_cp_swap_gives_way_to_top_where_top_accepts_more():
+    """Conditional Poisson, n = 5, two heavy tokens, one light token at 1e-100 and the rest at
+    1e-300 (V = 2,000, a peaked p): the certified design falls 0.067 short, the top plan 9.4e-8;
+    the plan kept is top, the design's figures in ``info["fallback"]``."""
+    q = _two_heavy(2000, 1e-100, 579, tails="mix")
+    p = np.random.default_rng(1579).dirichlet(np.full(2000, 0.05))
+    d = drafts.ConditionalPoisson(q, 5)
+    plan = build_plan(p, d.q, 5, "cp-swap")
+    assert plan.construction == "top"
+    fb = plan.info["fallback"]
+    assert fb["reason"] == "top accepts more" and fb["acceptance"] < plan.acceptance
+    assert float(fast.alpha_star(p, d)) - plan.acceptance <= 1e-6
+    assert plan.law_error <= 1e-9

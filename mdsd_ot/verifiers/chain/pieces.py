@@ -414,6 +414,7 @@ def design(
     draws: np.ndarray | None = None,
     damped: bool = False,
     scaled: bool | str = False,
+    rescale: bool = True,
 ) -> tuple[PieceKernel, np.ndarray, float, dict[str, Any]]:
     r"""A piece kernel whose exact law T dominates s up to :math:`\sum (s - T)^+`.
 
@@ -450,11 +451,17 @@ def design(
         pinned at its mass is seen to deliver less than asked and its target moves (§4.4).
         ``"auto"`` (what :func:`design_or_retry` runs first): the scaled model if the first
         law's kernel had a token asked for more than :data:`AUTO_RATIO` times its mass.
+    rescale : bool
+        Where :math:`e_n(q)` is tiny, the model in units of :math:`2^k q`
+        (:func:`~mdsd_ot.drafts.sampling.scale_exponent`; without underflow).  False: q as it
+        is (the model's underflowed coefficients; :func:`design_or_retry`'s last retry).
     """
     V = len(qs)
     tol = default_tol(V) if tol is None else tol
     live = qs > 0
-    if k := scale_exponent(qs, n):  # e_n(q) tiny: the model in units of 2^k q (its values in
+    if rescale and (
+        k := scale_exponent(qs, n)
+    ):  # e_n(q) tiny: the model in units of 2^k q (its values in
         qs = np.ldexp(qs, k)  # units of q are the same; piece probabilities mass / q too)
     E = cp_levels(qs, n)
     dom = dominant_levels(qs, n)
@@ -543,7 +550,10 @@ def design_or_retry(
        full steps with the other model: ``scaled`` (:func:`scaled_transfers`) or ``unscaled``
        (τ in M);
     3. ``damped``: only if the runs so far are above the tolerance, plain damped steps
-       (``damped=True``, unscaled, at most :data:`DAMPED_MAX_ITER` laws).
+       (``damped=True``, unscaled, at most :data:`DAMPED_MAX_ITER` laws);
+    4. ``raw``: only if all are above the tolerance and :math:`e_n(q)` is tiny
+       (:func:`~mdsd_ot.drafts.sampling.scale_exponent` not 0), the first run's steps with the
+       model on q itself (``rescale=False``).
 
     ``info["retry"]`` names the run kept (``"kept"``) and records the shortfall and iterations
     of each other run under its name.  On peaked rows whose heaviest draft token (q = 0.8,
@@ -564,6 +574,11 @@ def design_or_retry(
         runs["damped"] = design(
             qs, n, D, s, law, **dict(kw, damped=True, max_iter=DAMPED_MAX_ITER, scaled=False)
         )
+    if min(r[3]["shortfall"] for r in runs.values()) > tol and scale_exponent(qs, n):
+        # e_n(q) tiny and the rescaled model short: the model on q itself, whose underflowed
+        # coefficients happened to serve better on some sequential rows (two heavy tokens,
+        # tails of 1e-200: 1.3e-5 against 2.1e-3)
+        runs["raw"] = design(qs, n, D, s, law, **dict({"scaled": "auto"}, **kw, rescale=False))
     kept = min(runs, key=lambda k: runs[k][3]["shortfall"])  # ties: the earlier run
     kern, T, err, info = runs[kept]
     others = {
