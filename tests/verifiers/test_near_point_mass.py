@@ -83,18 +83,19 @@ def test_plans_attain_alpha_star_with_several_heavy_tokens(law, heavy):
     assert plan.law_error <= 1e-9
 
 
-def _simulate(p: np.ndarray, laws, seed: int, size: int = 100_000) -> None:
+def _simulate(p: np.ndarray, laws, seed: int, size: int = 100_000, short: bool = False) -> None:
     """``size`` verified tuples per law: the output passes the G-test against p and the
-    acceptance is within 4 s.e. of α*."""
+    acceptance is within 4 s.e. of α* (``short``: at least the plan's certified acceptance,
+    less 4 s.e., for plans that fall short of α*)."""
     for d in laws:
         v = ChainOptimal(d)
         g = np.random.default_rng(seed)
         out, acc = v.sample(p, sample_drafts(d, g, size), g)
         assert g_test_pvalue(out, p) > 1e-4
-        a = float(fast.alpha_star(p, d))
+        a = v.certificate(p)["acceptance"] if short else float(fast.alpha_star(p, d))
         a_hat = float(acc.mean())
         se = float(np.sqrt(a_hat * (1 - a_hat) / size))
-        assert abs(a_hat - a) <= 4 * se, (type(d).__name__, a_hat, a, se)
+        assert a_hat - a >= -4 * se if short else abs(a_hat - a) <= 4 * se, (a_hat, a, se)
 
 
 def test_simulation_near_a_point_mass():
@@ -122,17 +123,8 @@ def test_simulation_with_three_heavy_tokens_and_tails_of_1e_300():
     t = t / t.sum() * 1e-300
     q = np.r_[np.array([0.6, 0.4, 0.3]) / 1.3 * (1 - t.sum()), t]
     p = np.random.default_rng(9).dirichlet(np.ones(10))
-    d = drafts.ConditionalPoisson(q, 5)
-    v = ChainOptimal(d)
-    g = np.random.default_rng(11)
-    size = 100_000
-    out, acc = v.sample(p, sample_drafts(d, g, size), g)
-    assert g_test_pvalue(out, p) > 1e-4
-    # the design falls short here (e_m of 2^k q overflow for m < n, §4.1): the acceptance is
-    # the plan's certified one, not α*
-    cert = v.certificate(p)
-    se = float(np.sqrt(cert["acceptance"] * (1 - cert["acceptance"]) / size))
-    assert float(acc.mean()) >= cert["acceptance"] - 4 * se
+    # the design falls short here (e_m of 2^k q overflow for m < n, proofs §4.1)
+    _simulate(p, (drafts.ConditionalPoisson(q, 5),), seed=11, short=True)
 
 
 def test_underflowing_conditional_poisson_law_is_refused_not_divided_by_zero(monkeypatch):
