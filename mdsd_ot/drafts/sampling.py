@@ -119,8 +119,9 @@ def scale_exponent(qs: np.ndarray, n: int) -> int:
     r"""k such that :math:`e_n(2^k q)` is about 1, or 0 when :math:`e_n(q)` is not tiny.
 
     The conditional-Poisson law (its set sampler, :class:`ConditionalPoissonTable`; the optimal
-    verifier's piece-kernel law and design model) uses q only through ratios to :math:`e_n(q)`, which are the same for :math:`2^k q` (n-th
-    powers cancel; a power of two scales every operation exactly, so rounding is unchanged).
+    verifier's piece-kernel law and design model) uses q only through ratios to
+    :math:`e_n(q)`, which are the same for :math:`2^k q` (n-th powers cancel; a power of two
+    scales every operation exactly, so rounding is unchanged).
     A draft almost sure of one token with tails of :math:`10^{-150}` has
     :math:`e_4(q) \approx 10^{-450}`: it underflows to 0; the sampler's suffix tables
     then drew the same tail tokens every time, the verifier's law was lost (its plan accepted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import tracemalloc
 from fractions import Fraction
 
@@ -19,7 +20,7 @@ from mdsd_ot.drafts import (
     WithoutReplacement,
     WithReplacement,
 )
-from mdsd_ot.drafts.sampling import ConditionalPoissonTable
+from mdsd_ot.drafts.sampling import SCALE_FROM, ConditionalPoissonTable, scale_exponent
 from mdsd_ot.synthetic import synthetic_pair
 
 V_BIG = 152_064
@@ -224,3 +225,23 @@ def test_conditional_poisson_log_tables_equal_the_float_tables():
         L = t._log_tables(q[t.order])
         E = t.E[:, : 5_000 - n]
         assert np.allclose(np.exp(L[:, : 5_000 - n]), E, rtol=1e-12, atol=0.0)
+
+
+def test_scale_exponent_puts_e_n_near_one_and_leaves_ordinary_rows_alone():
+    """e_n(2^k q) within 2^(n/2) C(V, n)^(1/2) of 1 (Fractions: the float q, exactly scaled);
+    k = 0 for rows whose e_n is not below 2^(-32 n): the synthetic family, a draft 1 - 1e-8
+    sure of one token, fewer than n positive masses."""
+    for rest, n in ((1e-150, 3), (1e-300, 4), (1e-300, 2)):
+        q = _tails(rest, 40)
+        k = scale_exponent(q, n)
+        assert k >= SCALE_FROM
+        qk = np.ldexp(q, k)
+        assert np.all(qk[q > 0] > 0) and np.isfinite(qk).all()
+        assert np.array_equal(np.ldexp(qk, -k), q)  # a power of two: exact
+        e = drafts.elementary_symmetric([Fraction(float(v)) for v in qk], n, Fraction(1))[n]
+        half = 2 ** ((n + 1) // 2) * (math.isqrt(math.comb(40, n)) + 1)  # rounded up
+        assert Fraction(1, half) <= e <= half, (rest, n, float(e))
+    assert scale_exponent(_tails(1e-8, 2000), 4) == 0
+    assert scale_exponent(_zipf_q(5_000), 4) == 0
+    assert scale_exponent(np.full(100, 0.01), 4) == 0
+    assert scale_exponent(np.array([1.0, 1e-300, 0.0]), 3) == 0

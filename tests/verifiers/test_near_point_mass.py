@@ -18,7 +18,6 @@ Each is now a sum of non-negative terms.  Tolerances: ε = α* - acceptance agai
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction as Fr
 
 import numpy as np
@@ -137,25 +136,6 @@ def test_underflowing_conditional_poisson_law_is_refused_not_divided_by_zero(mon
     p, q = _row(300, 1e-300)
     plan = build_plan(p, q, 3, "cp-swap")
     assert plan.acceptance == 0.0 and plan.law_error == 0.0 and plan.info["no_law"]
-
-
-def test_scale_exponent_puts_e_n_near_one_and_leaves_ordinary_rows_alone():
-    """e_n(2^k q) within 2^(n/2) C(V, n)^(1/2) of 1 (Fractions: the float q, exactly scaled);
-    k = 0 for rows whose e_n is not below 2^(-32 n): the synthetic family, a draft 1 - 1e-8
-    sure of one token, fewer than n positive masses."""
-    for rest, n in ((1e-150, 3), (1e-300, 4), (1e-300, 2)):
-        _, q = _row(40, rest)
-        k = pieces.scale_exponent(q, n)
-        assert k >= pieces.SCALE_FROM
-        qk = np.ldexp(q, k)
-        assert np.all(qk[q > 0] > 0) and np.isfinite(qk).all()
-        assert np.array_equal(np.ldexp(qk, -k), q)  # a power of two: exact
-        e = elementary_symmetric([Fr(float(v)) for v in qk], n, Fr(1))[n]
-        half = 2 ** ((n + 1) // 2) * (math.isqrt(math.comb(40, n)) + 1)  # rounded up
-        assert Fr(1, half) <= e <= half, (rest, n, float(e))
-    assert pieces.scale_exponent(_row(2000, 1e-8)[1], 4) == 0
-    assert pieces.scale_exponent(np.full(100, 0.01), 4) == 0
-    assert pieces.scale_exponent(np.array([1.0, 1e-300, 0.0]), 3) == 0
 
 
 def test_cp_law_is_the_same_for_scaled_q():

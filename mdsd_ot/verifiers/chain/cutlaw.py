@@ -50,8 +50,9 @@ import math
 
 import numpy as np
 
+from ...drafts.sampling import scale_exponent
 from . import _cutjit
-from .pieces import PieceKernel, dominant_slots, scale_exponent
+from .pieces import PieceKernel, dominant_slots
 
 __all__ = [
     "U", "gamma", "blocked_cumsum", "cumsum_depth", "before_after", "total_mass", "cp_law",
@@ -185,7 +186,7 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     V = 2,000, n = 3).  When :math:`e_n` underflows (masses :math:`10^{300}` apart) no law is
     returned (zeros, bound inf).  Where :math:`e_n(q)` is tiny (a draft almost sure of one token
     with tails of :math:`10^{-150}`) the law is computed from :math:`2^k q`
-    (:func:`~.pieces.scale_exponent`), the same law without the underflow.
+    (:func:`~mdsd_ot.drafts.sampling.scale_exponent`), the same law without the underflow.
 
     With numba the passes are compiled (:mod:`._cutjit`: the same operations in the same
     order, bit-identical, so the bound holds as it is).

@@ -51,13 +51,12 @@ from typing import Any
 
 import numpy as np
 
-from ...drafts.sampling import SCALE_FROM, scale_exponent
+from ...drafts.sampling import scale_exponent
 from . import _cutjit
 from .relabel import QUANT, fifo_pairs
 
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
-    "scale_exponent", "SCALE_FROM",
     "pair_masses", "design", "dominant_slots", "dominant_levels", "DOMINANT",
     "default_tol", "design_or_retry", "scaled_transfers", "AUTO_RATIO", "DAMPED_STEP",
     "DAMPED_ANDERSON", "DAMPED_MAX_ITER",
