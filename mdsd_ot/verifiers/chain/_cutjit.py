@@ -108,6 +108,8 @@ def _kernels() -> dict[str, Any] | None:
         "residual": pc._k_residual,
         "fifo": pc._k_fifo,
         "pairs": pc._k_pairs,
+        "window_coeffs": pc._k_window_coeffs,
+        "pairs_at": pc._k_pairs_at,
         "build": pc._k_build,
         "excl": law._k_excl,
         "cp_pass": law._k_cp_pass,
@@ -428,9 +430,38 @@ def pair_masses(
     ...     print([0.0031], [0.0031])
     [0.0031] [0.0031]
     """
+    from .windows import CANCEL
+
     a, b = np.empty(len(x)), np.empty(len(x))
-    _kernels()["pairs"](qs, n, E, x, y, tau, a, b)
+    bad = np.empty(len(x), np.uint8)
+    ks = _kernels()
+    ks["pairs"](qs, n, E, x, y, tau, CANCEL, a, b, bad)
+    if n >= 2 and bad.any():  # prefix differences without digits: from the windows
+        idx = np.flatnonzero(bad)
+        en = max(float(E[n, -1]), 1e-300)
+        hp, Iv, Jv = window_coefficients(qs, n, E, x, y, idx, en)
+        ks["pairs_at"](qs, n, E, x, tau, idx, hp, Iv, Jv, a, b)
     return a, b
+
+
+def window_coefficients(
+    qs: np.ndarray,
+    n: int,
+    E: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    idx: np.ndarray,
+    en: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~.windows.window_coefficients` of the pairs ``idx`` (``E`` stacked,
+    (n + 1, V + 1)); the same operations in the same order, so the same bits."""
+    from .windows import WINDOW_BLOCK, block_levels, blocks_used
+
+    idx = np.asarray(idx, np.int64)
+    blocks = block_levels(qs, n, WINDOW_BLOCK, blocks_used(x[idx], y[idx], len(qs)))
+    hp, Iv, Jv = np.empty(len(idx)), np.empty(len(idx)), np.empty(len(idx))
+    _kernels()["window_coeffs"](qs, n, E, x, y, idx, blocks, WINDOW_BLOCK, en, hp, Iv, Jv)
+    return hp, Iv, Jv
 
 
 def csr(tok: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray]:

@@ -3,7 +3,8 @@ r"""The compiled loops of the piece kernels and their design, at module level (n
 The grouping of the pieces by token (``_k_csr``), :func:`~.pieces.build_pieces` up to the draws
 (``_k_build``, its runs sorted by sub-level by ``_k_run_sort``), the first-in first-out pairing
 of :func:`~.relabel.fifo_pairs` (``_k_fifo``), the pair masses of :func:`~.pieces.pair_masses`
-(``_k_pairs``, with ``_k_without``), and the supply / demand split and the model-corrected
+(``_k_pairs``, with ``_k_without`` and ``_k_ab``; ``_k_window_coeffs`` and ``_k_pairs_at``
+for the pairs recomputed from their windows, :mod:`.windows`), and the supply / demand split and the model-corrected
 residual of :func:`~.pieces.design` (``_k_split``, ``_k_residual``).
 
 Imported only when numba is installed (:func:`._cutjit._kernels`).  Module-level functions (not
@@ -215,17 +216,36 @@ def _k_fifo(sup, dem, x_out, y_out, t_out, js, jd, S, Dm):  # pragma: no cover -
 
 @jit
 def _k_without(E, j, qx, m):  # pragma: no cover - compiled; pieces._without, one pair
+    # (the value clipped at 0, the sum of its terms' magnitudes)
     out = 0.0
+    ab = 0.0
     pw = 1.0
     for k in range(m + 1):
-        out += pw * E[m - k, j]
+        term = pw * E[m - k, j]
+        out += term
+        ab += abs(term)
         pw = pw * -qx
-    return out if not out < 0.0 else 0.0
+    return (out if not out < 0.0 else 0.0), ab
 
 
 @jit
-def _k_pairs(qs, n, E, x, y, tau, a_out, b_out):  # pragma: no cover - compiled
-    # pieces.pair_masses without rigid slots, the same operations per pair
+def _k_ab(t, h, hp, Iv, Jv, a_out, b_out, i):  # pragma: no cover - compiled
+    # pieces.pair_masses from the coefficients, one pair
+    det = Iv * Jv + Iv * h + hp * Jv
+    s1 = Iv + h + hp
+    flat = t / (s1 if s1 > 1e-300 else 1e-300)
+    if det > 1e-12 * s1 * (Jv + h + hp):
+        a_out[i] = t * Jv / det
+        b_out[i] = t * Iv / det
+    else:
+        a_out[i] = flat
+        b_out[i] = flat
+
+
+@jit
+def _k_pairs(qs, n, E, x, y, tau, cancel, a_out, b_out, bad):  # pragma: no cover - compiled
+    # pieces.pair_masses without rigid slots, the same operations per pair; bad[i] = 1 where a
+    # prefix formula keeps too few digits (pieces.pair_coefficients: the window's values then)
     V1 = E.shape[1]
     en = E[n, V1 - 1]
     en = en if en > 1e-300 else 1e-300  # max(en, 1e-300), en >= 0
@@ -234,23 +254,82 @@ def _k_pairs(qs, n, E, x, y, tau, a_out, b_out):  # pragma: no cover - compiled
         xi, yi, t = x[i], y[i], tau[i]
         qx, qy = qs[xi], qs[yi]
         h = qx * E[lo, xi] / en
+        flag = False
         if n >= 2:
-            hp = qy * _k_without(E, yi, qx, n - 2) / en
+            wo2, ab2 = _k_without(E, yi, qx, n - 2)
+            hp = qy * wo2 / en
+            if n >= 3:
+                flag = not wo2 > cancel * ab2  # (not above: a nan is recomputed too)
         else:
             hp = qy / en
-        Iv = _k_without(E, yi, qx, n - 1) - E[n - 1, xi]
-        Iv = (Iv if not Iv < 0.0 else 0.0) / en
-        Jv = E[n - 1, yi] - E[n - 1, xi + 1]
-        Jv = (Jv if not Jv < 0.0 else 0.0) / en
-        det = Iv * Jv + Iv * h + hp * Jv
-        s1 = Iv + h + hp
-        flat = t / (s1 if s1 > 1e-300 else 1e-300)
-        if det > 1e-12 * s1 * (Jv + h + hp):
-            a_out[i] = t * Jv / det
-            b_out[i] = t * Iv / det
-        else:
-            a_out[i] = flat
-            b_out[i] = flat
+        wo1, ab1 = _k_without(E, yi, qx, n - 1)
+        Id = wo1 - E[n - 1, xi]
+        Jd = E[n - 1, yi] - E[n - 1, xi + 1]
+        if n >= 2:
+            flag = flag or not Id > cancel * (ab1 + E[n - 1, xi]) or not Jd > cancel * E[n - 1, yi]
+        bad[i] = 1 if flag else 0
+        Iv = (Id if not Id < 0.0 else 0.0) / en
+        Jv = (Jd if not Jd < 0.0 else 0.0) / en
+        _k_ab(t, h, hp, Iv, Jv, a_out, b_out, i)
+
+
+@jit
+def _k_window_coeffs(qs, n, E, x, y, idx, blocks, width, en, hp, Iv, Jv):  # pragma: no cover
+    # windows.window_coefficients for the pairs idx (written at 0..len(idx) - 1), each window
+    # in the canonical order of windows.window_levels (slot steps, whole aligned blocks, slot
+    # steps); n >= 2
+    w = np.zeros(n)
+    c = np.zeros(n)
+    for r in range(idx.shape[0]):
+        i = idx[r]
+        xi, yi = x[i], y[i]
+        w[:] = 0.0
+        w[0] = 1.0
+        lo_ = xi + 1
+        first = -(-lo_ // width) * width
+        nblk = (yi - first) // width
+        nblk = nblk if nblk > 0 else 0
+        head_end = first if nblk > 0 else (yi if yi > lo_ else lo_)
+        for k in range(lo_, head_end):
+            q = qs[k]
+            for m in range(n - 1, 0, -1):
+                w[m] = w[m] + q * w[m - 1]
+        for b in range(nblk):
+            row = first // width + b
+            for m in range(n):
+                acc = 0.0
+                for j in range(m + 1):
+                    acc = acc + w[j] * blocks[row, m - j]
+                c[m] = acc
+            w[:] = c
+        if nblk > 0:
+            for k in range(first + nblk * width, yi):
+                q = qs[k]
+                for m in range(n - 1, 0, -1):
+                    w[m] = w[m] + q * w[m - 1]
+        wo2 = 0.0
+        i_sum = 0.0
+        j_sum = 0.0
+        for j in range(n - 1):
+            wo2 = wo2 + E[j, xi] * w[n - 2 - j]
+            i_sum = i_sum + E[j, xi] * w[n - 1 - j]
+            j_sum = j_sum + E[j, xi + 1] * w[n - 1 - j]
+        hp[r] = qs[yi] * wo2 / en
+        Iv[r] = i_sum / en
+        Jv[r] = j_sum / en
+
+
+@jit
+def _k_pairs_at(qs, n, E, x, tau, idx, hp, Iv, Jv, a_out, b_out):  # pragma: no cover
+    # pair_masses of the pairs idx from their coefficients (hp, Iv, Jv at 0..len(idx) - 1)
+    V1 = E.shape[1]
+    en = E[n, V1 - 1]
+    en = en if en > 1e-300 else 1e-300
+    lo = n - 2 if n >= 2 else 0
+    for r in range(idx.shape[0]):
+        i = idx[r]
+        h = qs[x[i]] * E[lo, x[i]] / en
+        _k_ab(tau[i], h, hp[r], Iv[r], Jv[r], a_out, b_out, i)
 
 
 @jit

@@ -164,10 +164,68 @@ def _cp_pass(d: np.ndarray, v: np.ndarray, n: int) -> tuple[list, list]:
     return gs, gas
 
 
+#: Tokens whose sums cancel are recomputed without their own pieces, the heaviest first: at
+#: least 16, and more while the pieces the recomputations run over (each up to the token's last
+#: piece) add up to at most this many (a draft whose tail masses fall off geometrically, each
+#: token outweighing all lighter ones, has a cancelling token at every split slot).
+RECOMPUTE_PIECES: int = 1 << 22
+
+
+def _recompute(bad: np.ndarray, qs: np.ndarray, kern: PieceKernel) -> np.ndarray:
+    """The tokens of ``bad`` recomputed without their pieces, in order (:data:`RECOMPUTE_PIECES`)."""
+    bad = bad[np.argsort(-qs[bad])]
+    reach = kern.order[kern.start[bad + 1] - 1].astype(np.int64) + 1  # up to the last piece
+    keep = int(np.searchsorted(np.cumsum(reach), RECOMPUTE_PIECES, side="right"))
+    return bad[: max(16, keep)]
+
+
 def _dominant_split(qs: np.ndarray, n: int, kern: PieceKernel) -> list[int]:
     """The dominant slots (:func:`~.pieces.dominant_slots`) that have more than one piece:
     :func:`cp_law` sums the other tokens' levels without them."""
     return [x for x in dominant_slots(qs, n) if kern.start[x + 1] - kern.start[x] > 1]
+
+
+def _heavy_split(qs: np.ndarray, n: int, kern: PieceKernel, tokens: np.ndarray) -> list[int]:
+    """The tokens of ``tokens`` with more than one piece that are among the n - 1 heaviest
+    (by decreasing mass, ties: the lower slot first), in that order."""
+    out = []
+    for x in tokens.tolist():
+        if kern.start[x + 1] - kern.start[x] > 1:
+            rank = np.count_nonzero(qs > qs[x]) + np.count_nonzero(qs[:x] == qs[x])
+            if rank < max(1, n - 1):
+                out.append((rank, x))
+    return [x for _, x in sorted(out)]
+
+
+def _passes(
+    d: np.ndarray, v: np.ndarray, n: int, kern: PieceKernel, K: list[int], jit: bool
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], np.ndarray, int, np.ndarray, np.ndarray]:
+    """The passes of :func:`cp_law` without the pieces of the tokens K: the levels lo..n-1
+    (value and absolute-value sums) before every piece, the tokens whose deflation cancels
+    (the absolute-value sum of level n - 1 above 1000 times the value), lo, and the piece
+    masses and masses before them with K's pieces at 0."""
+    V = len(kern.start) - 1
+    if K:  # the passes without the dominant tokens' pieces (combined in cp_law)
+        mine = np.isin(kern.tok, K)
+        d_p, v_p = np.where(mine, 0.0, d), np.where(mine, 0.0, v)
+    else:
+        d_p, v_p = d, v
+    lo = max(0, n - 1 - len(K))  # the levels lo..n-1 are needed
+    if jit:
+        g, ga, flag = _cutjit.cp_pass(d_p, v_p, n, kern.tok, V=V)
+        bad = np.flatnonzero(flag)
+        lev = {n - 1: (g, ga)}
+        for m in range(lo, n - 1):
+            lev[m] = (
+                (np.ones(len(d)), np.ones(len(d)))
+                if m == 0
+                else _cutjit.cp_pass(d_p, v_p, m + 1, kern.tok, V=V)[:2]
+            )
+    else:
+        gs, gas = _cp_pass(d_p, v_p, n)
+        lev = {m: (gs[m], gas[m]) for m in range(lo, n)}
+        bad = np.unique(kern.tok[(v_p > 0) & (lev[n - 1][1] > 1e3 * lev[n - 1][0])])
+    return lev, bad, lo, d_p, v_p
 
 
 def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float]:
@@ -204,28 +262,12 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
         d = kern.mass(qs)
         v, _, kmax = before_after(kern, d)
     K = _dominant_split(qs, n, kern)
-    if K:  # the passes without the dominant tokens' pieces (combined below)
-        mine = np.isin(kern.tok, K)
-        d_p, v_p = np.where(mine, 0.0, d), np.where(mine, 0.0, v)
-    else:
-        d_p, v_p = d, v
-    lo = max(0, n - 1 - len(K))  # the levels lo..n-1 are needed
-    if jit:
-        g, ga, flag = _cutjit.cp_pass(d_p, v_p, n, kern.tok, V=V)
-        bad = np.flatnonzero(flag)
-        lev = {n - 1: (g, ga)}
-        for m in range(lo, n - 1):
-            lev[m] = (
-                (np.ones(len(d)), np.ones(len(d)))
-                if m == 0
-                else _cutjit.cp_pass(d_p, v_p, m + 1, kern.tok, V=V)[:2]
-            )
-    else:
-        gs, gas = _cp_pass(d_p, v_p, n)
-        lev = {m: (gs[m], gas[m]) for m in range(lo, n)}
-        bad = np.unique(kern.tok[(v_p > 0) & (lev[n - 1][1] > 1e3 * lev[n - 1][0])])
+    lev, bad, lo, d_p, v_p = _passes(d, v, n, kern, K, jit)
+    if extra := [x for x in _heavy_split(qs, n, kern, bad) if x not in K]:
+        K = K + extra  # a heavy split token whose deflation cancels: left out of the passes too
+        lev, bad, lo, d_p, v_p = _passes(d, v, n, kern, K, jit)
     bad = bad[~np.isin(bad, K)]
-    for x in bad[np.argsort(-qs[bad])][:16]:
+    for x in _recompute(bad, qs, kern):
         if jit:  # written at x's pieces only, the pass stops after x's last piece
             stop = int(kern.order[kern.start[x + 1] - 1]) + 1
             for m in range(max(lo, 1), n):
@@ -298,7 +340,7 @@ def _seq_n2(
     W_o = np.maximum(W - v, 0.0)
     S_o = np.maximum(S - f_v, 0.0)
     bad = np.unique(kern.tok[(v > 0) & ((W_o < 1e-3 * W) | (S_o < 1e-3 * S))])
-    for x in bad[np.argsort(-qs[bad])][:16]:  # cancellation: sums without the token's pieces
+    for x in _recompute(bad, qs, kern):  # cancellation: sums without the token's pieces
         mine = kern.tok == x
         W_o = np.where(mine, _exclusive(np.where(mine, 0.0, d)), W_o)
         S_o = np.where(mine, _exclusive(np.where(mine, 0.0, f_inc)), S_o)

@@ -54,6 +54,7 @@ import numpy as np
 from ...drafts.sampling import scale_exponent
 from . import _cutjit
 from .relabel import QUANT, fifo_pairs
+from .windows import CANCEL, window_coefficients
 
 __all__ = [
     "PieceKernel", "build_pieces", "identity_pieces", "cp_levels", "pair_coefficients",
@@ -242,15 +243,21 @@ def dominant_levels(qs: np.ndarray, n: int) -> Dominant | None:
     return out or None
 
 
-def _without(E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int) -> np.ndarray:
+def _without(
+    E: list[np.ndarray], j: np.ndarray, qx: np.ndarray, m: int
+) -> tuple[np.ndarray, np.ndarray]:
     r""":math:`e_m(H_j \setminus x) = \sum_k (-q_x)^k e_{m-k}(H_j)` for x in :math:`H_j`
-    (clipped at 0: a model quantity)."""
+    (clipped at 0: a model quantity), and the sum of its terms' magnitudes."""
     out = np.zeros(len(j))
+    mag = np.zeros(len(j))
     pw = np.ones(len(j))
-    for k in range(m + 1):
-        out += pw * E[m - k][j]
-        pw = pw * -qx
-    return np.maximum(out, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # huge scaled masses: recomputed
+        for k in range(m + 1):
+            term = pw * E[m - k][j]
+            out += term
+            mag += np.abs(term)
+            pw = pw * -qx
+    return np.maximum(out, 0.0), mag
 
 
 def pair_coefficients(
@@ -264,14 +271,25 @@ def pair_coefficients(
     r"""The first-order coefficients :math:`(h, h', I, J)` of the pairs x < y (module
     docstring): :math:`h = q_x e_{n-2}(H_x)/e_n`, :math:`h' = q_y e_{n-2}(H_y \setminus x)/e_n`,
     :math:`I = [e_{n-1}(H_y \setminus x) - e_{n-1}(H_x)]^+/e_n`,
-    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`; for pairs whose x is a dominant
-    slot of ``dom`` (:func:`dominant_levels`), :math:`e_m(H_y \setminus x)` from its levels."""
+    :math:`J = [e_{n-1}(H_y) - e_{n-1}(H_{x+1})]^+/e_n`, from the prefix levels; for pairs whose x
+    is a dominant slot of ``dom`` (:func:`dominant_levels`), :math:`e_m(H_y \setminus x)` from its
+    levels; and for n ≥ 2, where a prefix difference is at most
+    :data:`~.windows.CANCEL` of its terms' magnitudes, :math:`(h', I, J)` from the slots between
+    x and y (:func:`~.windows.window_coefficients`, sums of non-negative terms)."""
     en = max(float(E[n][-1]), 1e-300)
     qx, qy = qs[x], qs[y]
     lo = E[n - 2] if n >= 2 else E[0]
     h = qx * lo[x] / en
-    wo2 = _without(E, y, qx, n - 2) if n >= 2 else None
-    wo1 = _without(E, y, qx, n - 1)
+    wo2, mag2 = _without(E, y, qx, n - 2) if n >= 2 else (None, None)
+    wo1, mag1 = _without(E, y, qx, n - 1)
+    Id = wo1 - E[n - 1][x]
+    Jd = E[n - 1][y] - E[n - 1][x + 1]
+    bad = None
+    if n >= 2:
+        # "not above" rather than "at most": a non-finite formula is recomputed too
+        bad = ~(Id > CANCEL * (mag1 + E[n - 1][x])) | ~(Jd > CANCEL * E[n - 1][y])
+        if n >= 3:
+            bad |= ~(wo2 > CANCEL * mag2)
     for xd, lv in (dom or {}).items():  # x dominant: its own levels
         if np.any(mine := x == xd):
             wo1 = np.where(mine, lv[n - 1][y], wo1)
@@ -279,7 +297,10 @@ def pair_coefficients(
                 wo2 = np.where(mine, lv[n - 2][y], wo2)
     hp = qy * wo2 / en if n >= 2 else qy / en
     Iv = np.maximum(wo1 - E[n - 1][x], 0.0) / en
-    Jv = np.maximum(E[n - 1][y] - E[n - 1][x + 1], 0.0) / en
+    Jv = np.maximum(Jd, 0.0) / en
+    if bad is not None and np.any(bad):
+        i = np.flatnonzero(bad)
+        hp[i], Iv[i], Jv[i] = window_coefficients(qs, n, E, x[i], y[i], en)
     return h, hp, Iv, Jv
 
 
