@@ -217,7 +217,9 @@ def write_shard(
 ) -> Path:
     """Validate and write one shard (``.safetensors`` or ``.npz`` by suffix), atomically.
 
-    ``p`` and ``q`` keep their dtype (float32 or float64); the optional integer tensors are
+    ``p`` and ``q`` keep their dtype where it is float32 or float64; integer arrays and lists are
+    stored as float64, and float16, complex and non-numeric arrays are refused; the optional
+    integer tensors are
     stored as int64 and the logits as float32.  Nothing is written when a check fails, and the
     file appears only when complete (temporary name, then :func:`os.replace`:
     :mod:`mdsd_ot._outputs`); a failed write (an :class:`OSError`) is a ValueError naming the
@@ -233,7 +235,16 @@ def write_shard(
     tensors: dict[str, np.ndarray] = {}
     for key, x in (("p", p), ("q", q)):
         a = np.asarray(x)
-        if a.dtype not in _FLOATS:
+        if a.dtype.kind not in "fiu":  # complex, bool, strings, objects: no probabilities
+            raise ValueError(
+                f"{key}: an array of dtype {a.dtype}; give real probabilities (float32 or float64)"
+            )
+        if a.dtype.kind == "f" and a.dtype.itemsize < 4:  # rounded beyond every row check
+            raise ValueError(
+                f"{key}: float16 rows cannot meet the sum check of a stored shard; store float32 "
+                f"or float64 ({key}.astype(np.float32)), normalised after the cast"
+            )
+        if a.dtype not in _FLOATS:  # integers, Python lists: float64, exactly
             a = a.astype(np.float64)
         tensors[key] = np.ascontiguousarray(a)
     for key, x in (("logits_p", logits_p), ("logits_q", logits_q)):

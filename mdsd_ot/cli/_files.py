@@ -110,9 +110,7 @@ def read_rows(text: str | Path, option: str) -> Any:
     if not isinstance(obj, list):
         return obj
     try:
-        if all(isinstance(r, list) for r in obj):
-            if len({len(r) for r in obj}) > 1:
-                raise ValueError(f"{option}: the rows of {text} have different lengths")
+        if all(isinstance(r, list) for r in obj):  # equal lengths: read_array checked
             return np.array([[_num(v) for v in r] for r in obj], dtype=np.float64)
         return np.array([_num(v) for v in obj], dtype=np.float64)
     except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
@@ -213,6 +211,11 @@ def _load(path: Path, option: str) -> Any:
                 f"{option}: {path} must hold a tensor (or a dict of tensors), got "
                 f"{type(obj).__name__}"
             )
+        if obj.layout != torch.strided:  # sparse, quantised or nested: no dense values
+            raise ValueError(
+                f"{option}: {path} holds a {str(obj.layout).removeprefix('torch.')} tensor; save "
+                "a dense one (tensor.to_dense())"
+            )
         return obj.detach()
     if suffix == ".safetensors":
         try:
@@ -256,6 +259,12 @@ def read_array(path: Path, option: str) -> Any:
     if isinstance(obj, list):
         if len(obj) == 0 or all(isinstance(r, list) and len(r) == 0 for r in obj):
             raise ValueError(f"{option}: {path} holds an empty list; give at least one probability")
+        nested = [isinstance(r, list) for r in obj]
+        if any(nested) and (not all(nested) or len({len(r) for r in obj}) > 1):
+            raise ValueError(
+                f"{option}: the rows of {path} have different lengths; give one list of "
+                "probabilities or a list of rows of one length"
+            )
         return obj
     shape = tuple(obj.shape)
     kind = _kind(obj)

@@ -164,6 +164,11 @@ def instance_from_options(
         )
     if p is None:
         raise ValueError("--p: give the target distribution p (a comma list or a file)")
+    if explicit and table is None:
+        raise ValueError(
+            "--table: --scheme explicit takes its law from --table FILE (a joint table of shape "
+            "(V,)*n); give --table, or use a scheme built from --q (e.g. --scheme with)"
+        )
     if not q and table is None:
         raise ValueError("--q: give the draft distribution q (a comma list or a file)")
     pv = _host(read_vector(p, "--p"), "--p")
@@ -181,6 +186,11 @@ def instance_from_options(
             raise ValueError(f"{p_exc}; and {law_exc}") from None
         raise
     law = build_law(scheme, qvals, n, tab)
+    if law.V != len(pvec.float):
+        raise ValueError(
+            f"{'--table' if explicit else '--q'}: the draft law has length {law.V} (its "
+            f"vocabulary) but --p has length {len(pvec.float)}; give both over the same vocabulary"
+        )
     with option_names(p="--p", q="--q"):
         return make_instance(pvec, law)
 

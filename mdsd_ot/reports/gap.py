@@ -114,8 +114,10 @@ def gap_report(
         raise ValueError(
             f"samples: the draft tuples per position must be an integer >= 1, got {samples!r}"
         )
-    A = np.asarray(P, dtype=np.float64)
-    B = np.asarray(Q, dtype=np.float64)
+    # probabilities keep their dtype until validated (a float32 row is checked to float32's
+    # tolerance, as by fast.alpha_star and the CLI); logits are float64 from the start
+    A = np.asarray(P, dtype=np.float64 if logits else None)
+    B = np.asarray(Q, dtype=np.float64 if logits else None)
     if A.ndim == 1:
         A, B = A[None, :], B[None, :]
     if A.shape != B.shape or A.ndim != 2:

@@ -179,6 +179,10 @@ def plan(
             )
     if temperatures is not None:
         temperatures = tuple(float(t) for t in temperatures)
+        if not temperatures:
+            raise ValueError(
+                "--temperatures: give at least one temperature, or None to use the stored rows"
+            )
         for t in temperatures:
             if not np.isfinite(t) or t <= 0:
                 raise ValueError(f"--temperatures: each temperature must be > 0, got {t}")

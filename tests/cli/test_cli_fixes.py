@@ -192,3 +192,33 @@ def test_solve_and_crosscheck_check_pt_rows_at_their_stored_dtype(tmp_path):
     torch.save(torch.tensor([0.2, 0.3, 0.55]), tmp_path / "bad.pt")
     r = runner.invoke(app, ["solve", "--p", str(tmp_path / "bad.pt"), "--q", "0.2,0.3,0.5"])
     assert r.exit_code == 2 and "--p" in r.output and "1.05" in r.output, r.output
+
+
+# -- the second CLI fuzz (2026-12-06) -----------------------------------------------------------
+
+
+def test_explicit_scheme_without_table_names_table():
+    """``--scheme explicit`` without ``--table`` asked for --q, which the next run refused."""
+    for cmd in ("solve", "crosscheck"):
+        r = runner.invoke(app, [cmd, "--p", "1/3,1/3,1/3", "--scheme", "explicit"])
+        assert r.exit_code == 2
+        assert "--table" in r.output and "give --q" not in r.output
+
+
+def test_sparse_tensor_is_refused_naming_the_option(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save(torch.tensor([0.5, 0.5]).to_sparse(), tmp_path / "s.pt")
+    r = runner.invoke(app, ["alpha", "--p", str(tmp_path / "s.pt"), "--q", "0.5,0.5"])
+    assert r.exit_code == 2, r.output
+    assert "--p:" in r.output and "dense" in r.output
+
+
+def test_solve_names_the_option_of_ragged_rows_and_lengths(tmp_path):
+    (tmp_path / "r.json").write_text("[[0.5, 0.5], [1.0]]")
+    r = runner.invoke(app, ["solve", "--p", str(tmp_path / "r.json"), "--q", "0.5,0.5"])
+    assert r.exit_code == 2 and "--p: the rows of" in r.output and "different lengths" in r.output
+    r = runner.invoke(app, ["solve", "--p", "0.5,0.5", "--q", "0.5,0.5,0"])
+    assert (
+        r.exit_code == 2
+        and "--q: the draft law has length 3 (its vocabulary) but --p has length 2" in r.output
+    )

@@ -92,6 +92,17 @@ def test_write_is_atomic_and_refuses_bad_data(tmp_path):
     assert sorted(f.name for f in tmp_path.iterdir()) == ["a.safetensors"]
 
 
+def test_write_refuses_complex_and_float16(tmp_path):
+    """A complex p was written with its imaginary part dropped (a ComplexWarning only), and
+    float16 rows were cast to float64 silently; both are refused, naming the tensor."""
+    P, Q = _rows()
+    with pytest.raises(ValueError, match=r"p: an array of dtype complex128"):
+        sio.write_shard(tmp_path / "c.npz", P.astype(np.complex128), Q, metadata=META)
+    with pytest.raises(ValueError, match=r"q: float16 rows.*astype\(np.float32\)"):
+        sio.write_shard(tmp_path / "h.npz", P, Q.astype(np.float16), metadata=META)
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- bad shards, written directly (the writer refuses them) ------------------------------------
 
 

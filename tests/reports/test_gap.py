@@ -257,3 +257,16 @@ def test_cli_plot_needs_temperatures(tmp_path):
     r = _gap("--p-file", str(tmp_path / "p.npy"), "--q-file", str(tmp_path / "q.npy"),
              "--plot", str(tmp_path / "x.png"))  # fmt: skip
     assert r.exit_code == 2 and "--temperatures" in r.output
+
+
+def test_gap_report_checks_float32_rows_at_float32_tolerance():
+    """gap_report cast to float64 before the check and refused a float32 row off by 5e-5 (the
+    CLI and fast.alpha_star accept it at float32's tolerance, 1e-4)."""
+    g = np.random.default_rng(0)
+    P = g.dirichlet(np.ones(50), size=2).astype(np.float32)
+    Q = g.dirichlet(np.ones(50), size=2).astype(np.float32)
+    P[0, 0] += np.float32(5e-5)
+    rep = gap_report(P, Q, 2, samples=50)
+    assert rep["results"][0]["law"] == "with"
+    with pytest.raises(ValueError, match="sum to 1.00005"):
+        gap_report(P.astype(np.float64), Q.astype(np.float64), 2, samples=50)

@@ -213,3 +213,10 @@ def test_cli_bad_input_exits_2(tmp_path, args, match):
     r = runner.invoke(app, [str(tmp_path) if a == "DATA" else a for a in args])
     assert r.exit_code == 2, r.output
     assert match in r.output
+
+
+def test_empty_temperatures_refused(tmp_path):
+    """``temperatures=[]`` reported ``retempered: true`` on the stored rows."""
+    _dataset(tmp_path, m=4, V=6, logits=True)
+    with pytest.raises(ValueError, match="at least one temperature"):
+        report(tmp_path, [2], temperatures=[])
