@@ -213,7 +213,14 @@ def _float_breakdown(draft: DraftLaw) -> ValueError:
 
 
 def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"rng: give a numpy Generator, a non-negative int seed or None, got {rng!r}"
+        ) from exc
 
 
 class Verifier:
@@ -436,6 +443,12 @@ class Verifier:
         tup = tuple(int(i) for i in draft_tuple)
         if len(tup) != draft.n:
             raise ValueError(f"draft_tuple: expected {draft.n} tokens, got {len(tup)}")
+        if any(not 0 <= i < draft.V for i in tup):
+            raise ValueError(f"draft_tuple: token ids must lie in [0, {draft.V}), got {tup}")
+        t = np.array([tup], dtype=np.int64)
+        if draft.distinct:
+            check_distinct_tokens(t, type(draft).__name__, "draft_tuple")
+        check_drafted_tokens(t, draft, "draft_tuple")
         try:
             return self._given(ctx, tup)
         except ZeroDivisionError as err:

@@ -256,6 +256,26 @@ def default_method(draft: DraftLaw) -> str:
     return DEFAULT_METHOD
 
 
+def _serves_chain(draft: DraftLaw) -> bool:
+    from .chain import construction_for
+
+    return construction_for(draft) is not None
+
+
+def _serves(name: str):
+    def check(draft: DraftLaw) -> bool:
+        from .. import drafts
+
+        return type(draft) is getattr(drafts, name)
+
+    return check
+
+
+#: The engines ``Optimal(method=...)`` names besides the set-reduced solvers, and the laws each
+#: serves.
+_ENGINES = {"chain": _serves_chain, "greedy": _serves("Greedy"), "spechub": _serves("SpecHub")}
+
+
 def _chain_class() -> type:
     from .chain import ChainOptimal
 
@@ -289,6 +309,15 @@ class Optimal(Verifier):
     law_hint = "any draft law from mdsd_ot.drafts"
 
     def __init__(self, draft: DraftLaw | None = None, *, method: str | None = None):
+        if method is not None and method not in _ENGINES:
+            from .. import exact as _exact
+
+            if method not in _exact.METHODS:
+                raise ValueError(
+                    f"method: unknown method {method!r}; use None (the law's default), "
+                    f"{', '.join(repr(m) for m in _ENGINES)} or a method of mdsd_ot.solve that "
+                    "returns a set-reduced plan ('reduced')"
+                )
         self.method = method
         self._engines: dict[int, tuple[DraftLaw, Verifier]] = {}
         super().__init__(draft)
@@ -306,6 +335,11 @@ class Optimal(Verifier):
         hit = self._engines.get(key)
         if hit is None or hit[0] is not draft:  # the law itself is held: its id is not reused
             method = self.method or default_method(draft)
+            if method in _ENGINES and not _ENGINES[method](draft):
+                raise ValueError(
+                    f"method: {method!r} does not serve {type(draft).__name__} drafts; use "
+                    f"method=None (its default: {default_method(draft)!r}) or another method"
+                )
             if method == "chain":
                 eng: Verifier = ChainOptimal(draft)
             elif method == "greedy":

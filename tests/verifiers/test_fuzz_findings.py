@@ -13,6 +13,12 @@
    float sub-law kept one ulp of the heavy token's cumulative mass on those slots and the kernel
    rows divided it by q (conditionals of +-9e31, acceptance 0.490 for 0.497).  The list plan is
    now formed in Fractions of the floats and rounded once.
+7. (second fuzz, 2026-12-06) ``.exact`` of ``seq2`` with float input near a point mass ran the
+   list design in floats (1 - q_a, prefix differences): a law 5.5e-4 off p at V = 110 and
+   0.056 at V = 4; now in Fractions of the floats, rounded once.  ``certificate(p)`` then
+   ``sample(p)`` built the plan twice (p normalised twice, an ulp apart, and the cache missed);
+   ``conditional`` with an id outside [0, V), ``rng="x"`` and ``Optimal(method="bogus")``
+   gave errors that named no argument.
 """
 
 from __future__ import annotations
@@ -482,3 +488,67 @@ def test_swap_plan_with_non_finite_figures_is_never_used():
     cert = ChainOptimal(law).certificate(p)
     assert np.isfinite(cert["acceptance"]) and np.isfinite(cert["law_error"])
     assert cert["eps"] == pytest.approx(cert["alpha_star"] - cert["acceptance"], abs=1e-15)
+
+
+# -- 7. the second fuzz --------------------------------------------------------------------------
+
+
+def test_seq2_exact_in_floats_near_a_point_mass():
+    for V, rest in ((110, 1e-15), (4, 1e-15), (5, 1e-12)):
+        q = np.full(V, rest)
+        q[0] = 1 - rest * (V - 1)
+        for seed in range(3):
+            p = np.random.default_rng(seed).dirichlet(np.ones(V))
+            v = verifiers.get("optimal", WithoutReplacement(q, 2), method="chain")
+            law, acc = v.exact(p)
+            a = v.certificate(p)["alpha_star"]
+            assert np.abs(law - p).sum() <= 1e-12  # it was 5.5e-4 to 0.056
+            assert acc <= a + 1e-12
+
+
+def test_certificate_then_sample_builds_one_plan(monkeypatch):
+    from mdsd_ot.verifiers.chain import verifier as chain_verifier
+
+    calls = []
+    real = chain_verifier.build_plan
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(chain_verifier, "build_plan", counted)
+    from mdsd_ot import _validate as V_
+
+    g = np.random.default_rng(3)
+    q = g.dirichlet(np.ones(3000))
+    p = g.dirichlet(np.ones(3000))
+    once = V_.prob_vector(p, "p")
+    assert not np.array_equal(once, V_.prob_vector(once, "p"))  # normalising twice moves an ulp
+    d = WithoutReplacement(q, 3)
+    v = verifiers.get("optimal", d)
+    v.certificate(p)
+    v.sample(p, d.sample(g, 5), rng=1)
+    assert len(calls) == 1
+
+
+def test_conditional_rng_and_method_errors_name_the_argument():
+    q = np.array([0.4, 0.3, 0.2, 0.1])
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    v = verifiers.get("optimal", WithoutReplacement(q, 2), method="chain")
+    with pytest.raises(ValueError, match=r"draft_tuple: token ids must lie in \[0, 4\)"):
+        v.conditional(p, (0, 9))
+    with pytest.raises(ValueError, match="draft_tuple: row 0 is"):
+        v.conditional(p, (1, 1))
+    with pytest.raises(ValueError, match="rng: give a numpy Generator"):
+        v.sample(p, [[0, 1]], rng="x")
+    with pytest.raises(ValueError, match="method: unknown method 'bogus'"):
+        verifiers.get("optimal", WithoutReplacement(q, 2), method="bogus")
+    with pytest.raises(ValueError, match="method: 'chain' does not serve Greedy"):
+        verifiers.get("optimal", Greedy(q, 2), method="chain").certificate(p)
+
+
+def test_certified_acceptance_is_not_negative_on_disjoint_supports():
+    p = np.array([0.5, 0.5, 0.0, 0.0])
+    q = np.array([0.0, 0.0, 0.5, 0.5])
+    c = verifiers.get("optimal", WithReplacement(q, 2)).certificate(p)
+    assert c["acceptance"] == 0.0

@@ -234,7 +234,7 @@ def _k_ab(t, h, hp, Iv, Jv, a_out, b_out, i):  # pragma: no cover - compiled
     det = Iv * Jv + Iv * h + hp * Jv
     s1 = Iv + h + hp
     flat = t / (s1 if s1 > 1e-300 else 1e-300)
-    if det > 1e-12 * s1 * (Jv + h + hp):
+    if det > 1e-12 * ((Iv + hp) * (Jv + h) + h * hp):
         a_out[i] = t * Jv / det
         b_out[i] = t * Iv / det
     else:

@@ -324,7 +324,9 @@ def pair_masses(
     with np.errstate(over="ignore", invalid="ignore"):  # subnormal masses: inf, then not `ok`
         det = Iv * Jv + Iv * h + hp * Jv
         flat = tau / np.maximum(Iv + h + hp, 1e-300)
-        ok = det > 1e-12 * (Iv + h + hp) * (Jv + h + hp)
+        # singular only where det = GL - h h' cancels: G = I + h', L = J + h (not relative
+        # to (I + h + h')(J + h + h'), which called a system with h and J near 1e15 singular)
+        ok = det > 1e-12 * ((Iv + hp) * (Jv + h) + h * hp)
         safe = np.where(ok, det, 1.0)
         a = np.where(ok, tau * Jv / safe, flat)
         b = np.where(ok, tau * Iv / safe, flat)

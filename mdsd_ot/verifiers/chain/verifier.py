@@ -104,6 +104,9 @@ def _to_float(plan: Any) -> Any:
         plan,
         q=flt(plan.q),
         rows=[{k: float(v) for k, v in r.items()} for r in plan.rows],
+        rows2=None
+        if plan.rows2 is None
+        else [{k: float(v) for k, v in r.items()} for r in plan.rows2],
         accept=flt(plan.accept),
         residual=flt(plan.residual),
         acceptance=float(plan.acceptance),
@@ -207,6 +210,12 @@ class ChainOptimal(Verifier):
         draft = self._law(draft)
         pv = V_.prob_vector(p, "p")
         V_.check_same_length(pv, draft.q, "p", "draft (its vocabulary)")
+        return self._plan_of(pv, draft)
+
+    def _plan_of(self, pv: np.ndarray, draft: DraftLaw) -> Plan:
+        """:meth:`plan` of a validated p (not normalised again: a second division may move
+        an ulp, and the plan of ``certificate(p)`` would then be built again for ``sample(p)``,
+        seconds per position for sequential n >= 3 at V = 152,064, with another tie order)."""
         key = (pv.tobytes(), id(draft))
         hit = self._cache.get(key)
         if hit is None or hit[0] is not draft:  # the law itself is held: its id is not reused
@@ -247,7 +256,8 @@ class ChainOptimal(Verifier):
         return {
             **extra,
             "construction": plan.construction,
-            "acceptance": min(plan.acceptance, 1.0),  # a sum of floats may pass 1 by an ulp
+            # a sum of floats may pass 1, or fall below 0 (disjoint supports), by an ulp
+            "acceptance": min(max(plan.acceptance, 0.0), 1.0),
             "alpha_star": a,
             "eps": max(0.0, a - plan.acceptance) if np.isfinite(plan.acceptance) else a,
             "alpha_accuracy": error_bound(draft.V, draft.n, float(np.finfo(float).eps)),
@@ -256,8 +266,8 @@ class ChainOptimal(Verifier):
         }
 
     # -- Verifier hooks ------------------------------------------------------------------------
-    def _sample(self, p, draft, t, g):
-        return sample_plan(self.plan(p, draft), t, g)
+    def _sample(self, p, draft, t, g):  # p: validated by Verifier.sample
+        return sample_plan(self._plan_of(p, draft), t, g)
 
     def sample_rows(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any = None) -> tuple[Any, Any]:
         """Batched positions: row b of ``draft_tokens`` (B, n) drawn from the bound law's class
@@ -328,7 +338,14 @@ class ChainOptimal(Verifier):
         con = construction_for(draft)
         Q_of = lambda H: draft.Q(H, exact=exact)  # noqa: E731
         if con == "seq2":  # the exact seq2 plan where its design fits, else seq-swap's
-            plan = exact_seq2_plan(list(p), q)
+            if exact:
+                plan = exact_seq2_plan(list(p), q)
+            else:  # in Fractions of the floats, rounded once (as _list_plan): in floats
+                from fractions import Fraction  # 1 - q_a and the windows' prefix differences
+
+                fr = lambda xs: [Fraction(float(x)) for x in xs]  # noqa: E731 - cancel
+                plan = exact_seq2_plan(fr(p), fr(q))  # near a point mass (L1 5.5e-4 off p)
+                plan = None if plan is None else _to_float(plan)
             if plan is not None:
                 return plan
             con = "seq-swap"
