@@ -552,3 +552,24 @@ def test_certified_acceptance_is_not_negative_on_disjoint_supports():
     q = np.array([0.0, 0.0, 0.5, 0.5])
     c = verifiers.get("optimal", WithReplacement(q, 2)).certificate(p)
     assert c["acceptance"] == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_p_equal_q_with_a_heavy_token_reaches_one(seed):
+    """p = q (every p/q ties) with one token of q = 0.9 first among 300: the stable order put it
+    at the bottom of the chain, a demand token the design lifts above the rest, and cp-swap
+    (n = 4) stopped at ε = 4.2e-4 and 3.4e-4; within a tie the lighter tokens now come first
+    (plan.heavy_last) and ε ≤ 1e-10."""
+    from mdsd_ot.verifiers.chain.plan import heavy_last
+
+    g = np.random.default_rng(seed)
+    q = g.random(300)
+    q[0] = 0.0
+    q = q / q.sum() * 0.1
+    q[0] = 0.9
+    c = verifiers.get("optimal", ConditionalPoisson(q, 4)).certificate(q.copy())
+    assert c["construction"] == "cp-swap" and c["eps"] <= 1e-10
+    order = heavy_last(np.arange(300), np.ones(300), q)
+    assert order[-1] == 0 and np.all(np.diff(q[order]) >= 0)
+    order = np.arange(300)  # no tie: the order itself
+    assert heavy_last(order, np.arange(300.0), q) is order
