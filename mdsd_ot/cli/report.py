@@ -43,10 +43,12 @@ def parse_list(text: str | None, name: str) -> list[str] | None:
     """``"a,b"`` → ``["a", "b"]``; ``None`` → ``None``."""
     if text is None:
         return None
-    out = [s.strip() for s in text.split(",") if s.strip()]
-    if not out:
+    parts = [s.strip() for s in text.split(",")]
+    if not any(parts):
         raise ValueError(f"{name}: give a comma-separated list")
-    return out
+    if "" in parts:
+        raise ValueError(f"{name}: empty entry in {text!r}; drop the extra comma")
+    return parts
 
 
 def parse_ns(text: str) -> list[int]:
@@ -57,7 +59,10 @@ def parse_ns(text: str) -> list[int]:
             n = int(s)
         except ValueError:
             raise ValueError(f"-n: cannot read {s!r}; give numbers of drafts like 2,3,4") from None
-        out.append(check_drafts(n, "-n"))
+        n = check_drafts(n, "-n")
+        if n in out:
+            raise ValueError(f"-n: {n} is given twice in {text!r}; give each number of drafts once")
+        out.append(n)
     return out
 
 

@@ -166,8 +166,9 @@ def plan(
                 f"--verifiers: unknown verifier(s) {', '.join(map(repr, bad))}; choose from "
                 f"{', '.join(VERIFIER_NAMES)}"
             )
-    if isinstance(samples, bool) or int(samples) < 1:
-        raise ValueError(f"--samples: must be >= 1, got {samples!r}")
+    for val, name, lo in ((samples, "--samples", 1), (seed, "--seed", 0)):
+        if isinstance(val, bool) or not isinstance(val, int | np.integer) or val < lo:
+            raise ValueError(f"{name}: must be an integer >= {lo}, got {val!r}")
     by_n = _laws_by_n(ns, laws)
     shards = [Shard(f) for f in shard_files(source)]
     first = shards[0]
@@ -267,6 +268,8 @@ def report(
         ``{"schema", "source", "shards", "V", "positions", "n", "temperatures", "retempered",
         "targets", "drafts", "samples", "seed", "depth", "results"}``.
     """
+    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 0:
+        raise ValueError(f"--depth: the draft depth must be an integer >= 0, got {depth!r}")
     tasks, shards = plan(
         source, ns, laws=laws, verifiers=verifiers, temperatures=temperatures, samples=samples,
         seed=seed, exact_max_tuples=exact_max_tuples, optimal_max_v=optimal_max_v,

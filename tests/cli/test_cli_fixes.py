@@ -222,3 +222,18 @@ def test_solve_names_the_option_of_ragged_rows_and_lengths(tmp_path):
         r.exit_code == 2
         and "--q: the draft law has length 3 (its vocabulary) but --p has length 2" in r.output
     )
+
+
+def test_report_n_refuses_empty_and_repeated_entries():
+    r = runner.invoke(app, ["report", "--demo", "-n", "2,,3"])
+    assert r.exit_code == 2 and "-n: empty entry" in r.output
+    r = runner.invoke(app, ["report", "--demo", "-n", "2,2"])
+    assert r.exit_code == 2 and "-n: 2 is given twice" in r.output
+
+
+def test_alpha_out_refuses_to_overwrite_its_input(tmp_path):
+    f = tmp_path / "P.npy"
+    np.save(f, np.full((2, 4), 0.25))
+    r = runner.invoke(app, ["alpha", "--p", str(f), "--q", str(f), "--out", str(f)])
+    assert r.exit_code == 2 and "--out:" in r.output and "is the --p file" in r.output
+    assert np.array_equal(np.load(f), np.full((2, 4), 0.25))  # the input is untouched

@@ -220,3 +220,18 @@ def test_empty_temperatures_refused(tmp_path):
     _dataset(tmp_path, m=4, V=6, logits=True)
     with pytest.raises(ValueError, match="at least one temperature"):
         report(tmp_path, [2], temperatures=[])
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"seed": -1}, "--seed: must be an integer >= 0"),
+        ({"samples": 2.5}, "--samples"),
+        ({"depth": -1}, "--depth: the draft depth"),
+    ],  # fmt: skip
+)
+def test_report_arguments_checked_in_python(tmp_path, kw, match):
+    """seed=-1 raised numpy's message, samples=2.5 was truncated, depth=-1 gave 0 tokens."""
+    _dataset(tmp_path, m=4, V=6)
+    with pytest.raises(ValueError, match=match):
+        report(tmp_path, [2], **kw)
