@@ -68,6 +68,8 @@ def read_vector(text: str | None, option: str) -> Any:
         return None
     if not option.startswith("-"):
         option = f"--{option}"
+    if not text.strip():
+        raise ValueError(f"{option}: empty; give a comma-separated list of probabilities or a file")
     if _is_file_name(text):
         return read_array(Path(text), option)
     parts = [s.strip() for s in text.split(",")]

@@ -210,8 +210,9 @@ def register(app: typer.Typer) -> None:
             typer.Option("--demo", help="The built-in offline study (stdlib-docs n-gram models)."),
         ] = False,
         positions: Annotated[
-            int, typer.Option("--positions", help="Positions of the --demo study.")
-        ] = 256,
+            int | None,
+            typer.Option("--positions", help="Positions of the --demo study (default 256)."),
+        ] = None,
         workers: Annotated[
             int | None,
             typer.Option(
@@ -246,7 +247,11 @@ def register(app: typer.Typer) -> None:
         check_int(samples, "--samples", 1, MAX_SAMPLES)
         check_seed(seed)
         if demo:
-            check_int(positions, "--positions", 1)
+            positions = check_int(256 if positions is None else positions, "--positions", 1)
+        elif positions is not None:
+            raise ValueError(
+                "--positions: sets the size of the --demo study; add --demo or drop it"
+            )
         if workers is not None:
             check_int(workers, "--workers", 1, MAX_WORKERS)
         if out is not None:

@@ -237,3 +237,10 @@ def test_alpha_out_refuses_to_overwrite_its_input(tmp_path):
     r = runner.invoke(app, ["alpha", "--p", str(f), "--q", str(f), "--out", str(f)])
     assert r.exit_code == 2 and "--out:" in r.output and "is the --p file" in r.output
     assert np.array_equal(np.load(f), np.full((2, 4), 0.25))  # the input is untouched
+
+
+def test_positions_without_demo_and_an_empty_p_are_refused(tmp_path):
+    r = runner.invoke(app, ["report", str(tmp_path), "--positions", "5"])
+    assert r.exit_code == 2 and "--positions: sets the size of the --demo study" in r.output
+    r = runner.invoke(app, ["solve", "--p", "", "--q", "0.5,0.5"])
+    assert r.exit_code == 2 and "--p: empty" in r.output
