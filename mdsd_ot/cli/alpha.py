@@ -202,7 +202,12 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             check_output_file(out, "--out", OUT_SUFFIXES)
             for opt, src in (("--p", p_file), ("--q", q_file)):
-                if src is not None and Path(src).exists() and Path(src).samefile(Path(out)):
+                if (
+                    src is not None
+                    and Path(out).exists()
+                    and Path(src).exists()
+                    and Path(src).samefile(Path(out))
+                ):
                     raise ValueError(f"--out: {out} is the {opt} file; write α* to another file")
         if p_file is None or q_file is None:
             which = "--p" if p_file is None else "--q"
