@@ -210,3 +210,54 @@ def test_simulation_vocab_2000():
 @pytest.mark.slow
 def test_simulation_vocab_152064():
     _simulate_swap_h(152_064, 0.5, 4, 100_000)
+
+
+def _peaked_random_row(seed: int):
+    """The sweep's rows: V in [8, 60), n in [3, min(V - 1, 26)), log-normal p and q at scale
+    1-8 (seeded)."""
+    g = np.random.default_rng(seed)
+    V = int(g.integers(8, 60))
+    n = int(g.integers(3, min(V - 1, 26)))
+    sc = float(g.choice([1, 2, 4, 8]))
+    z = g.normal(size=V) * sc
+    p, q = np.exp(z - z.max()), np.exp(z + g.normal(size=V) * sc)
+    return p / p.sum(), q / q.sum(), n
+
+
+@pytest.mark.parametrize("seed", [25, 32, 49, 69])
+def test_seq_best_widens_the_single_picks_where_three_fall_short(seed):
+    """Rows with four to six tokens drawn often (V = 10-53, n = 5-6, peaked): with three of them
+    picking once, ``seq-swap-h`` stopped at ε = 1.1e-3 to 0.15 (the others, drawn up to 30,000
+    times in the stopped stream, picked a lifted piece almost surely); ``seq-best`` now designs
+    it again with up to SINGLE_WIDE = 6 single picks and reaches ε ≤ 1e-9."""
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.verifiers.chain.seqsingle import SINGLE_MAX
+
+    p, q, n = _peaked_random_row(seed)
+    plan = build_plan(p, q, n, "seq-best")
+    a = float(alpha_star(p, q, n=n, scheme="without"))
+    assert plan.construction == "seq-swap-h" and a - plan.acceptance <= 1e-9
+    choice = plan.info["seq-best"]
+    assert len(choice["single_wide"]) > SINGLE_MAX and plan.single.size > SINGLE_MAX
+    assert choice["swap_h_acceptance"] < a - 1e-4  # the three-token design fell short
+
+
+def test_wide_single_plan_sampler_realises_its_law():
+    """The sampler of a plan with five single picks (the row of seed 69) against plan.T: a
+    G-test over the tokens with expected count >= 5 (the rest pooled), 2e5 tuples."""
+    p, q, n = _peaked_random_row(69)
+    plan = build_plan(p, q, n, "seq-best")
+    assert plan.single.size > 3
+    rng = np.random.default_rng(69)
+    N = 200_000
+    t = drafts.WithoutReplacement(q, n).sample(rng, N)
+    sel = t[np.arange(N), np.argmax(piece_levels(plan, t, rng), axis=1)]
+    T = np.empty(len(q))
+    T[plan.order] = plan.T
+    obs = np.bincount(sel, minlength=len(q)).astype(float)
+    exp = N * T / T.sum()
+    big = exp >= 5
+    o, e = np.r_[obs[big], obs[~big].sum()], np.r_[exp[big], exp[~big].sum()]
+    keep = e > 0
+    G = 2 * np.sum(np.where(o[keep] > 0, o[keep] * np.log(o[keep] / e[keep]), 0.0))
+    assert G < chi2.ppf(1 - 1e-4, keep.sum() - 1), (G, o, e)

@@ -312,20 +312,30 @@ def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
 
 
 def exact_swap_plan(
-    p: list, q: list, n: int, construction: str, items: dict, Q_of: Callable[[list[int]], Any]
+    p: list,
+    q: list,
+    n: int,
+    construction: str,
+    items: dict,
+    Q_of: Callable[[list[int]], Any],
+    fplan: Any = None,
 ) -> ExactPlan:
     """The swap construction in plain numbers: the kernel designed in floats (its probabilities
     are dyadic, so exact as Fractions), then s, the selection law (summed over the law's
-    ``items`` {tuple: weight}) and the thinning in the numbers of ``p`` and ``q``."""
+    ``items`` {tuple: weight}) and the thinning in the numbers of ``p`` and ``q``.  ``fplan``:
+    the float plan whose kernel (and tokens that pick once) to take, when the caller has it
+    (``seq-best`` may have designed ``seq-swap-h`` with more such tokens than a plan asked for
+    ``seq-swap-h`` would); otherwise it is built for ``construction``."""
     import numpy as np
 
     from .plan import build_plan
 
     zero = q[0] - q[0]
     conv = type(zero) if not isinstance(zero, int) else float
-    pf = np.array([float(x) for x in p])
-    qf = np.array([float(x) for x in q])
-    fplan = build_plan(pf / pf.sum(), qf / qf.sum(), n, construction)
+    if fplan is None:
+        pf = np.array([float(x) for x in p])
+        qf = np.array([float(x) for x in q])
+        fplan = build_plan(pf / pf.sum(), qf / qf.sum(), n, construction)
     order = [int(i) for i in fplan.order]
     V = len(p)
     rows: list[dict[int, Any]] = [{} for _ in range(V)]

@@ -47,24 +47,32 @@ from .cutlaw import U, total_mass
 from .pieces import PieceKernel, _csr
 from .seqseries import seq_series_cuts, seq_series_subsets
 
-__all__ = ["SINGLE_DRAWS", "SINGLE_MAX", "single_tokens", "seq_single_cuts", "seq_single_law"]
+__all__ = [
+    "SINGLE_DRAWS", "SINGLE_MAX", "SINGLE_WIDE", "single_tokens", "seq_single_cuts",
+    "seq_single_law",
+]  # fmt: skip
 
 #: A token picks once when its typical number of draws in the stopped stream is at least this.
 SINGLE_DRAWS: float = 1.2
 #: At most this many tokens pick once (the law costs :math:`2^{|S|}` series).
 SINGLE_MAX: int = 3
+#: ``seq-best``'s second ``seq-swap-h`` design, where the first stops above its tolerance and
+#: more tokens are drawn often: at most this many pick once.
+SINGLE_WIDE: int = 6
 
 
-def single_tokens(draws: np.ndarray) -> np.ndarray:
-    r"""The slots that pick once: the :data:`SINGLE_MAX` largest typical draw counts
-    (:func:`~.swap.stream_draws`) that reach :data:`SINGLE_DRAWS`, ascending.
+def single_tokens(draws: np.ndarray, limit: int = SINGLE_MAX) -> np.ndarray:
+    r"""The slots that pick once: the ``limit`` (default :data:`SINGLE_MAX`) largest typical
+    draw counts (:func:`~.swap.stream_draws`) that reach :data:`SINGLE_DRAWS`, ascending.
 
     Examples
     --------
     >>> single_tokens(np.array([1.0, 3.5, 1.1, 1.3, 2.0, 1.25])).tolist()
     [1, 3, 4]
+    >>> single_tokens(np.array([1.0, 3.5, 1.1, 1.3, 2.0, 1.25]), 6).tolist()
+    [1, 3, 4, 5]
     """
-    top = np.argsort(-draws, kind="stable")[:SINGLE_MAX]
+    top = np.argsort(-draws, kind="stable")[:limit]
     return np.sort(top[draws[top] >= SINGLE_DRAWS]).astype(np.int64)
 
 

@@ -86,10 +86,17 @@ def _swap_sublaw(p, q, n, order, construction):
 
 
 def swap_plan(
-    p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray, construction: str, sub: Any = None
+    p: np.ndarray,
+    q: np.ndarray,
+    n: int,
+    order: np.ndarray,
+    construction: str,
+    sub: Any = None,
+    single_max: int | None = None,
 ) -> Any:
     """The :class:`~mdsd_ot.verifiers.chain.plan.Plan` of a swap construction (``sub``: the
-    sub-law of :func:`_swap_sublaw`, when already formed)."""
+    sub-law of :func:`_swap_sublaw`, when already formed; ``single_max``: for ``seq-swap-h``,
+    at most this many tokens pick once, default :data:`~.seqsingle.SINGLE_MAX`)."""
     from .plan import Plan
 
     qs, D, s, q_err = sub if sub is not None else _swap_sublaw(p, q, n, order, construction)
@@ -99,11 +106,12 @@ def swap_plan(
         def law(k):
             return cp_law(qs, n, k)
     elif construction == "seq-swap-h":  # the heaviest tokens pick once (§4.8)
-        from .seqsingle import seq_single_law, single_tokens
+        from .seqsingle import SINGLE_MAX, seq_single_law, single_tokens
 
         total = total_mass(qs)
         draws = stream_draws(qs, n)
-        single = single_tokens(draws) if n >= 3 else np.empty(0, np.int64)
+        limit = SINGLE_MAX if single_max is None else single_max
+        single = single_tokens(draws, limit) if n >= 3 else np.empty(0, np.int64)
         draws[single] = 1.0
 
         def law(k):
@@ -149,10 +157,13 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     plan (one relabel plan) and the sequential sub-law; when the stream's acceptance is within
     :data:`STREAM_TOL` of :math:`\alpha^*_{without} = \sum s`, return it without a design.
     Otherwise design ``seq-swap-h`` when some token picks once
-    (:func:`~.seqsingle.single_tokens`), then ``seq-swap`` unless the first design reached its
-    stopping tolerance; return the plan whose certified acceptance, less its law error, is
-    largest.  ``info["seq-best"]`` records the choice: ``designed``, ``single`` (the token ids
-    that pick once), ``swap_h_acceptance`` and ``swap_acceptance`` (None when not designed).
+    (:func:`~.seqsingle.single_tokens`); where it stops above its tolerance and more tokens are
+    drawn often, ``seq-swap-h`` again with up to :data:`~.seqsingle.SINGLE_WIDE` of them picking
+    once; then ``seq-swap`` unless the last design reached its stopping tolerance; return the
+    plan whose certified acceptance, less its law error, is largest.  ``info["seq-best"]``
+    records the choice: ``designed``, ``single`` (the token ids that pick once),
+    ``swap_h_acceptance`` and ``swap_acceptance`` (None when not designed), and, where the wide
+    design ran, ``single_wide`` and ``swap_wide_acceptance``.
 
     Examples
     --------
@@ -165,7 +176,7 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     """
     from .pieces import default_tol
     from .plan import _relabel
-    from .seqsingle import single_tokens
+    from .seqsingle import SINGLE_WIDE, single_tokens
 
     stream = _relabel(p, q, n, order, "stream")
     sub = _swap_sublaw(p, q, n, order, "seq-swap")
@@ -176,15 +187,22 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     if stream.acceptance >= a_seq - STREAM_TOL:
         stream.info["seq-best"] = choice
         return stream
-    single = order[single_tokens(stream_draws(sub[0], n))]
+    draws = stream_draws(sub[0], n)
+    single = order[single_tokens(draws)]
     choice.update(designed=True, single=single.tolist(), swap_h_acceptance=None,
                   swap_acceptance=None)  # fmt: skip
     plans = [stream]
+    tol = default_tol(len(p))
     if single.size:
         swap_h = swap_plan(p, q, n, order, "seq-swap-h", sub)
         choice["swap_h_acceptance"] = swap_h.acceptance
         plans.append(swap_h)
-    if not single.size or not plans[-1].info["shortfall"] <= default_tol(len(p)):  # nan too
+        wide = single_tokens(draws, SINGLE_WIDE)
+        if not swap_h.info["shortfall"] <= tol and wide.size > single.size:  # nan too
+            swap_w = swap_plan(p, q, n, order, "seq-swap-h", sub, single_max=SINGLE_WIDE)
+            choice.update(single_wide=order[wide].tolist(), swap_wide_acceptance=swap_w.acceptance)
+            plans.append(swap_w)
+    if not single.size or not plans[-1].info["shortfall"] <= tol:  # nan too
         swap = swap_plan(p, q, n, order, "seq-swap", sub)
         choice["swap_acceptance"] = swap.acceptance
         plans.append(swap)

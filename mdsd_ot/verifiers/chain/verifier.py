@@ -349,14 +349,17 @@ class ChainOptimal(Verifier):
             if plan is not None:
                 return plan
             con = "seq-swap"
+        fplan = None
         if con in ("seq-best", "cp-swap"):  # the construction the float plan chose here
             pf = np.array([float(x) for x in p])
             qf = np.array([float(x) for x in q])
-            con = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con).construction
+            fplan = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con)
+            con = fplan.construction
             if con in ("stream", "top"):
                 return _list_plan(p, q, draft, con, exact)
         if con in CERTIFIED and draft.n > 1:
-            return exact_swap_plan(list(p), q, draft.n, con, draft.joint_items(exact=exact), Q_of)
+            items = draft.joint_items(exact=exact)
+            return exact_swap_plan(list(p), q, draft.n, con, items, Q_of, fplan=fplan)
         return _list_plan(p, q, draft, con, exact)
 
     def _given(self, ctx, tup):
