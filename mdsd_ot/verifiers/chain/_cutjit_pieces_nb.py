@@ -3,7 +3,7 @@ r"""The compiled loops of the piece kernels and their design, at module level (n
 The grouping of the pieces by token (``_k_csr``), :func:`~.pieces.build_pieces` up to the draws
 (``_k_build``, its runs sorted by sub-level by ``_k_run_sort``), the first-in first-out pairing
 of :func:`~.relabel.fifo_pairs` (``_k_fifo``), the pair masses of :func:`~.pieces.pair_masses`
-(``_k_pairs``, with ``_k_without`` and ``_k_ab``; ``_k_window_coeffs`` and ``_k_pairs_at``
+(``_k_pairs``, with ``_k_without``, ``_k_magnitude`` and ``_k_ab``; ``_k_window_coeffs`` and ``_k_pairs_at``
 for the pairs recomputed from their windows, :mod:`.windows`), and the supply / demand split and the model-corrected
 residual of :func:`~.pieces.design` (``_k_split``, ``_k_residual``).
 
@@ -216,16 +216,24 @@ def _k_fifo(sup, dem, x_out, y_out, t_out, js, jd, S, Dm):  # pragma: no cover -
 
 @jit
 def _k_without(E, j, qx, m):  # pragma: no cover - compiled; pieces._without, one pair
-    # (the value clipped at 0, the sum of its terms' magnitudes)
     out = 0.0
-    ab = 0.0
     pw = 1.0
     for k in range(m + 1):
-        term = pw * E[m - k, j]
-        out += term
-        ab += abs(term)
+        out += pw * E[m - k, j]
         pw = pw * -qx
-    return (out if not out < 0.0 else 0.0), ab
+    return out if not out < 0.0 else 0.0
+
+
+@jit
+def _k_magnitude(E, j, qx, m):  # pragma: no cover - compiled
+    # the sum of |terms| of _k_without: |(-qx)^k E| = qx^k E, the same bits (E >= 0); a
+    # separate loop, as a helper returning both ran at half the speed
+    out = 0.0
+    pw = 1.0
+    for k in range(m + 1):
+        out += pw * E[m - k, j]
+        pw = pw * qx
+    return out
 
 
 @jit
@@ -254,23 +262,34 @@ def _k_pairs(qs, n, E, x, y, tau, cancel, a_out, b_out, bad):  # pragma: no cove
         xi, yi, t = x[i], y[i], tau[i]
         qx, qy = qs[xi], qs[yi]
         h = qx * E[lo, xi] / en
-        flag = False
+        ok = True
         if n >= 2:
-            wo2, ab2 = _k_without(E, yi, qx, n - 2)
+            wo2 = _k_without(E, yi, qx, n - 2)
             hp = qy * wo2 / en
-            if n >= 3:
-                flag = not wo2 > cancel * ab2  # (not above: a nan is recomputed too)
+            if n >= 3:  # (a nan is not above: recomputed too)
+                ok = wo2 > cancel * _k_magnitude(E, yi, qx, n - 2)
         else:
             hp = qy / en
-        wo1, ab1 = _k_without(E, yi, qx, n - 1)
-        Id = wo1 - E[n - 1, xi]
-        Jd = E[n - 1, yi] - E[n - 1, xi + 1]
+        wo1 = _k_without(E, yi, qx, n - 1)
+        En1x = E[n - 1, xi]
+        En1y = E[n - 1, yi]
+        Id = wo1 - En1x
+        Jd = En1y - E[n - 1, xi + 1]
         if n >= 2:
-            flag = flag or not Id > cancel * (ab1 + E[n - 1, xi]) or not Jd > cancel * E[n - 1, yi]
-        bad[i] = 1 if flag else 0
+            ok = ok & (Id > cancel * (_k_magnitude(E, yi, qx, n - 1) + En1x))
+            ok = ok & (Jd > cancel * En1y)
+        bad[i] = 0 if ok else 1
         Iv = (Id if not Id < 0.0 else 0.0) / en
         Jv = (Jd if not Jd < 0.0 else 0.0) / en
-        _k_ab(t, h, hp, Iv, Jv, a_out, b_out, i)
+        det = Iv * Jv + Iv * h + hp * Jv
+        s1 = Iv + h + hp
+        if det > 1e-12 * ((Iv + hp) * (Jv + h) + h * hp):  # _k_ab, inline
+            a_out[i] = t * Jv / det
+            b_out[i] = t * Iv / det
+        else:
+            flat = t / (s1 if s1 > 1e-300 else 1e-300)
+            a_out[i] = flat
+            b_out[i] = flat
 
 
 @jit

@@ -256,8 +256,9 @@ def heavy_last(order: np.ndarray, key: np.ndarray, q: np.ndarray) -> np.ndarray:
     >>> heavy_last(np.array([0, 1, 2]), np.ones(3), q).tolist()
     [1, 2, 0]
     """
-    k = key[order]
-    tie = k[1:] == k[:-1]
+    V = len(order)
+    k = np.take(key, order, out=SCRATCH.get("tie_key", V))  # scratch: no fresh page faults
+    tie = np.equal(k[1:], k[:-1], out=SCRATCH.get("tie", max(V - 1, 0), dtype=np.bool_))
     if not tie.any():
         return order
     run = np.concatenate([[0], np.cumsum(~tie)])  # the tie class of each position
