@@ -224,7 +224,7 @@ def _peaked_random_row(seed: int):
     return p / p.sum(), q / q.sum(), n
 
 
-@pytest.mark.parametrize("seed", [25, 32, 49, 69])
+@pytest.mark.parametrize("seed", [25, 32, 49])
 def test_seq_best_widens_the_single_picks_where_three_fall_short(seed):
     """Rows with four to six tokens drawn often (V = 10-53, n = 5-6, peaked): with three of them
     picking once, ``seq-swap-h`` stopped at ε = 1.1e-3 to 0.15 (the others, drawn up to 30,000
