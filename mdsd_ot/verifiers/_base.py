@@ -434,13 +434,7 @@ class Verifier:
         draft = self._law(draft)
         pv = Vector(p, "p")
         ex = (pv.rational and draft.rational) if exact is None else bool(exact)
-        try:
-            ctx = self._setup(list(pv.values(ex)), draft, ex)
-        except ZeroDivisionError as err:
-            if ex:
-                raise
-            raise _float_breakdown(draft) from err
-        tup = tuple(int(i) for i in draft_tuple)
+        tup = tuple(int(i) for i in draft_tuple)  # checked before the (costly) plan
         if len(tup) != draft.n:
             raise ValueError(f"draft_tuple: expected {draft.n} tokens, got {len(tup)}")
         if any(not 0 <= i < draft.V for i in tup):
@@ -449,6 +443,12 @@ class Verifier:
         if draft.distinct:
             check_distinct_tokens(t, type(draft).__name__, "draft_tuple")
         check_drafted_tokens(t, draft, "draft_tuple")
+        try:
+            ctx = self._setup(list(pv.values(ex)), draft, ex)
+        except ZeroDivisionError as err:
+            if ex:
+                raise
+            raise _float_breakdown(draft) from err
         try:
             return self._given(ctx, tup)
         except ZeroDivisionError as err:

@@ -573,3 +573,22 @@ def test_p_equal_q_with_a_heavy_token_reaches_one(seed):
     assert order[-1] == 0 and np.all(np.diff(q[order]) >= 0)
     order = np.arange(300)  # no tie: the order itself
     assert heavy_last(order, np.arange(300.0), q) is order
+
+
+def test_batched_plans_take_the_same_tie_order_and_n2_keeps_the_stable_one():
+    """build_plans passed its own order to build_plan, which then skipped heavy_last (review,
+    2026-12-06): with p = q and the heavy token first, the batched plan fell 4.2e-4 short where
+    build_plan reached 5e-12.  At n = 2 (seq-swap: seq2's fallback) the stable order stays."""
+    from mdsd_ot.verifiers.chain.plan import build_plans
+
+    g = np.random.default_rng(0)
+    q = g.random(300)
+    q[0] = 0.0
+    q = q / q.sum() * 0.1
+    q[0] = 0.9
+    one = build_plan(q, q, 4, "cp-swap")
+    batch = build_plans(q[None, :], q[None, :], 4, "cp-swap")[0]
+    assert np.array_equal(one.order, batch.order) and one.acceptance == batch.acceptance
+    assert one.order[-1] == 0  # the heavy token last in its tie
+    two = build_plan(q, q, 2, "seq-swap")
+    assert two.order[0] == 0  # n = 2: the stable order (token 0 first)

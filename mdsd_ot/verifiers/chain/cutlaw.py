@@ -188,11 +188,17 @@ def _dominant_split(qs: np.ndarray, n: int, kern: PieceKernel) -> list[int]:
 def _heavy_split(qs: np.ndarray, n: int, kern: PieceKernel, tokens: np.ndarray) -> list[int]:
     """The tokens of ``tokens`` with more than one piece that are among the n - 1 heaviest
     (by decreasing mass, ties: the lower slot first), in that order."""
+    k = max(1, n - 1)
+    if len(tokens) == 0:
+        return []
+    if len(qs) > k:  # only tokens at least as heavy as the k-th heaviest can qualify
+        kth = np.partition(qs, len(qs) - k)[len(qs) - k]
+        tokens = tokens[qs[tokens] >= kth]
     out = []
     for x in tokens.tolist():
         if kern.start[x + 1] - kern.start[x] > 1:
             rank = np.count_nonzero(qs > qs[x]) + np.count_nonzero(qs[:x] == qs[x])
-            if rank < max(1, n - 1):
+            if rank < k:
                 out.append((rank, x))
     return [x for _, x in sorted(out)]
 
@@ -233,11 +239,14 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     :math:`\sum_x |\hat T_x - T_x|`.
 
     The deflation of a split token cancels when the token holds most of the low mass; for the
-    (few) tokens where the absolute-value sum exceeds the value 1000-fold, :math:`e_{n-1}` of
-    the other tokens is recomputed by a pass without that token's pieces.  A split *dominant*
-    token (:func:`~.pieces.dominant_slots`: among the n - 1 heaviest, above a tenth of the
-    mass; a draft almost sure of one or a few tokens) is never deflated: the passes run without
-    the dominant tokens K, and every piece of a token y takes
+    tokens where the absolute-value sum exceeds the value 1000-fold, :math:`e_{n-1}` of the
+    other tokens is recomputed by a pass without that token's pieces (the heaviest first, at
+    least 16, more while their passes cover at most :data:`RECOMPUTE_PIECES` pieces).  A split
+    *dominant* token (:func:`~.pieces.dominant_slots`: among the n - 1 heaviest, above a tenth
+    of the mass; a draft almost sure of one or a few tokens), and a split token among the
+    n - 1 heaviest whose deflation cancels whatever its share (:func:`_heavy_split`; the passes
+    are then run again), is never deflated: the passes run without these tokens K, and every
+    piece of a token y takes
     :math:`\sum_j e_j(w_K \setminus y)\, e_{n-1-j}(w' \setminus y)`, w' the low masses
     without K and :math:`w_K` theirs; the cancellation would otherwise spread through the
     cumulative sums to every later piece (a bound of 0.3 at :math:`1 - q_x = 10^{-16}`,

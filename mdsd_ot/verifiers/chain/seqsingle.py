@@ -48,7 +48,7 @@ from .pieces import PieceKernel, _csr
 from .seqseries import seq_series_cuts, seq_series_subsets
 
 __all__ = [
-    "SINGLE_DRAWS", "SINGLE_MAX", "SINGLE_WIDE", "single_tokens", "seq_single_cuts",
+    "SINGLE_DRAWS", "SINGLE_MAX", "SINGLE_WIDE", "SINGLE_WIDE_MAX_V", "single_tokens", "seq_single_cuts",
     "seq_single_law",
 ]  # fmt: skip
 
@@ -59,6 +59,8 @@ SINGLE_MAX: int = 3
 #: ``seq-best``'s second ``seq-swap-h`` design, where the first stops above its tolerance and
 #: more tokens are drawn often: at most this many pick once.
 SINGLE_WIDE: int = 6
+#: ... only up to this many tokens: the wide design's laws cost :math:`2^6` heavy series each.
+SINGLE_WIDE_MAX_V: int = 20_000
 
 
 def single_tokens(draws: np.ndarray, limit: int = SINGLE_MAX) -> np.ndarray:

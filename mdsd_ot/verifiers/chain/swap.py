@@ -159,7 +159,7 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     Otherwise design ``seq-swap-h`` when some token picks once
     (:func:`~.seqsingle.single_tokens`); where it stops above its tolerance and more tokens are
     drawn often, ``seq-swap-h`` again with up to :data:`~.seqsingle.SINGLE_WIDE` of them picking
-    once; then ``seq-swap`` unless the last design reached its stopping tolerance; return the
+    once (V up to :data:`~.seqsingle.SINGLE_WIDE_MAX_V`); then ``seq-swap`` unless the last design reached its stopping tolerance; return the
     plan whose certified acceptance, less its law error, is largest.  ``info["seq-best"]``
     records the choice: ``designed``, ``single`` (the token ids that pick once),
     ``swap_h_acceptance`` and ``swap_acceptance`` (None when not designed), and, where the wide
@@ -176,7 +176,7 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     """
     from .pieces import default_tol
     from .plan import _relabel
-    from .seqsingle import SINGLE_WIDE, single_tokens
+    from .seqsingle import SINGLE_WIDE, SINGLE_WIDE_MAX_V, single_tokens
 
     stream = _relabel(p, q, n, order, "stream")
     sub = _swap_sublaw(p, q, n, order, "seq-swap")
@@ -198,7 +198,11 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
         choice["swap_h_acceptance"] = swap_h.acceptance
         plans.append(swap_h)
         wide = single_tokens(draws, SINGLE_WIDE)
-        if not swap_h.info["shortfall"] <= tol and wide.size > single.size:  # nan too
+        if (
+            not swap_h.info["shortfall"] <= tol  # nan too
+            and wide.size > single.size
+            and len(p) <= SINGLE_WIDE_MAX_V
+        ):
             swap_w = swap_plan(p, q, n, order, "seq-swap-h", sub, single_max=SINGLE_WIDE)
             choice.update(single_wide=order[wide].tolist(), swap_wide_acceptance=swap_w.acceptance)
             plans.append(swap_w)

@@ -62,6 +62,13 @@ _CONSTRUCTION: dict[type, Any] = {
 }
 
 
+#: ``.exact`` / ``.conditional`` of two sequential drafts with float input run the ``seq2`` list
+#: plan in Fractions of the floats up to this many tokens (exact, then rounded: near a point mass
+#: the float list plan was 5.5e-4 to 0.056 off p in L1); beyond, in floats (the Fractions cost
+#: grows about as V^3: 1.5 s at V = 200, 77 s at V = 800).
+SEQ2_FRACTIONS_MAX_V: int = 128
+
+
 def construction_for(draft: DraftLaw) -> str | None:
     """The chain construction for ``draft`` (``None``: not a chain law).
 
@@ -338,7 +345,7 @@ class ChainOptimal(Verifier):
         con = construction_for(draft)
         Q_of = lambda H: draft.Q(H, exact=exact)  # noqa: E731
         if con == "seq2":  # the exact seq2 plan where its design fits, else seq-swap's
-            if exact:
+            if exact or len(q) > SEQ2_FRACTIONS_MAX_V:  # floats beyond: Fractions cost ~V^3
                 plan = exact_seq2_plan(list(p), q)
             else:  # in Fractions of the floats, rounded once (as _list_plan): in floats
                 from fractions import Fraction  # 1 - q_a and the windows' prefix differences
