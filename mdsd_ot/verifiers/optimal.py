@@ -362,8 +362,11 @@ class Optimal(Verifier):
         if hasattr(eng, "certificate"):
             return eng.certificate(p)
         pv = V_.prob_vector(p, "p")
-        V_.check_same_length(np.empty(self._law(draft).V), pv, "draft (its vocabulary)", "p")
-        return {"construction": self.method or default_method(self._law(draft)), "eps": 0.0,
+        law = self._law(draft)
+        V_.check_same_length(np.empty(law.V), pv, "draft (its vocabulary)", "p")
+        if isinstance(eng, ReducedOptimal):  # ε = 0 only for a method that yields the plan
+            eng.plan(p, law)  # (a ValueError names a method without one, e.g. "fast")
+        return {"construction": self.method or default_method(law), "eps": 0.0,
                 "exact_optimum": True}  # fmt: skip
 
     def _sample(self, p, draft, t, g):

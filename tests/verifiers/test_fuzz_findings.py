@@ -545,6 +545,9 @@ def test_conditional_rng_and_method_errors_name_the_argument():
         verifiers.get("optimal", WithoutReplacement(q, 2), method="bogus")
     with pytest.raises(ValueError, match="method: 'chain' does not serve Greedy"):
         verifiers.get("optimal", Greedy(q, 2), method="chain").certificate(p)
+    # a solver without a set-reduced plan: refused by certificate (it reported ε = 0 unsolved)
+    with pytest.raises(ValueError, match="method: 'fast' returned no set-reduced plan"):
+        verifiers.get("optimal", WithoutReplacement(q, 2), method="fast").certificate(p)
 
 
 def test_certified_acceptance_is_not_negative_on_disjoint_supports():
