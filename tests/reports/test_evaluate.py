@@ -45,10 +45,23 @@ def _row(V=30, seed=1):
     return sm(z), sm(z + g.normal(size=V))
 
 
-def test_conditional_poisson_close_to_v_takes_the_set_plan():
-    """n = 28 of V = 30: the chain's certified value is far below α* = 1 (its cut law loses
-    its digits); the report gives the exact set-reduced plan's acceptance (435 sets)."""
+def test_conditional_poisson_close_to_v_takes_the_set_plan(monkeypatch):
+    """n = 28 of V = 30: the chain's certified value was far below α* = 1 (its cut law lost
+    its digits) and the report gave the exact set-reduced plan's acceptance (435 sets).  Since
+    the cut law leaves out heavy split tokens (2026-12-06) the chain is certified within
+    CERT_GAP; the set plan is checked with a gap forced below the chain's shortfall."""
+    import importlib
+
+    ev = importlib.import_module(
+        "mdsd_ot.reports.evaluate"
+    )  # the module (the package re-exports the function)
+
     p, q = _row()
+    (r,) = evaluate(p[None], q[None], 28, rng=0, laws=["conditional-poisson"],
+                    verifiers=["optimal"])  # fmt: skip
+    assert r.method["optimal"] == "certified"
+    assert 0.0 <= r.alpha[0] - r.acceptance["optimal"][0] <= ev.CERT_GAP
+    monkeypatch.setattr(ev, "CERT_GAP", -1.0)  # every certified value "falls short"
     (r,) = evaluate(p[None], q[None], 28, rng=0, laws=["conditional-poisson"],
                     verifiers=["optimal"])  # fmt: skip
     assert r.method["optimal"] == "exact"
