@@ -109,6 +109,10 @@ def test_cli_save_then_reproduce(tmp_path):
     f.write_text(json.dumps(body))
     res = invoke("claims", "--witness", str(f))
     assert res.exit_code == 1 and "NOT reproduced" in res.output
+    body["witnesses"][0]["claim"] = "T99"  # an unknown claim id was reported as "T99 [...]"
+    f.write_text(json.dumps(body))
+    res = invoke("claims", "--witness", str(f))
+    assert res.exit_code == 2 and "unknown claim 'T99'" in res.output
 
 
 def test_cli_bad_input_exits_2(tmp_path):

@@ -90,6 +90,14 @@ def reproduce(witness: dict[str, Any]) -> Reproduction:
         raise ValueError(
             f"--witness: unknown witness kind {kind!r}; expected one of {', '.join(kinds)}"
         )
+    claim = w.get("claim")
+    if claim is not None and not (
+        claim in _registry.CLAIMS or (isinstance(claim, str) and claim.startswith("hunt:"))
+    ):
+        raise ValueError(
+            f"--witness: unknown claim {claim!r}; expected a claim id of docs/reference.md "
+            f"({', '.join(_registry.CLAIMS)}) or hunt:NAME"
+        )
     n = w.get("n")
     if "n" in w and (isinstance(n, bool) or not isinstance(n, int)):
         raise ValueError(f"--witness: n must be an integer number of drafts, got {n!r}")
