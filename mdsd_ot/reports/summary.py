@@ -11,8 +11,9 @@ One *result* per (n, temperature, law), with stable keys (documented in ``docs/r
     A list of ``{"name", "method", "acceptance", "gap", "tokens"}``: each verifier defined for the
     law, its acceptance, the gap :math:`\alpha^* - \text{acceptance}` (T11: ≥ 0) and its expected
     tokens per target call (:func:`~mdsd_ot.reports.stats.expected_tokens`).
-``skipped`` (only when present)
-    Why some positions of this law have no value.
+``skipped``, ``skipped_positions`` (only when present)
+    Why some positions of this law have no value, and how many of the ``positions`` they are
+    (the summaries are over the others).
 
 Examples
 --------
@@ -84,6 +85,8 @@ def summarise(
             res["alpha_values"] = _list(r.alpha)
         if r.skipped:
             res["skipped"] = r.skipped
+            # how many of the group's positions have no value (the summaries leave them out)
+            res["skipped_positions"] = int(np.count_nonzero(np.isnan(np.asarray(r.alpha, float))))
         out.append(res)
     return out
 

@@ -270,3 +270,13 @@ def test_gap_report_checks_float32_rows_at_float32_tolerance():
     assert rep["results"][0]["law"] == "with"
     with pytest.raises(ValueError, match="sum to 1.00005"):
         gap_report(P.astype(np.float64), Q.astype(np.float64), 2, samples=50)
+
+
+def test_skipped_positions_are_counted():
+    """``positions`` counts every row of the group; a law that skips some says how many
+    (``skipped_positions``), since its summaries are over the others."""
+    P = np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.4, 0.4, 0.2]])
+    Q = np.array([[1.0, 0.0, 0.0], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4]])  # row 0: a point mass
+    by_law = {r["law"]: r for r in gap_report(P, Q, 2, samples=50)["results"]}
+    assert by_law["with"]["positions"] == 3 and "skipped_positions" not in by_law["with"]
+    assert by_law["without"]["positions"] == 3 and by_law["without"]["skipped_positions"] == 1
