@@ -124,6 +124,18 @@ SYNC_OPS = frozenset(
 )
 
 
+def peaked_random_row(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(p, q, n) of the peaked random rows of the swap-design sweeps: V in [8, 60), n in
+    [3, min(V - 1, 26)), log-normal p and q at a scale of 1, 2, 4 or 8 (seeded)."""
+    g = np.random.default_rng(seed)
+    V = int(g.integers(8, 60))
+    n = int(g.integers(3, min(V - 1, 26)))
+    sc = float(g.choice([1, 2, 4, 8]))
+    z = g.normal(size=V) * sc
+    p, q = np.exp(z - z.max()), np.exp(z + g.normal(size=V) * sc)
+    return p / p.sum(), q / q.sum(), n
+
+
 def torch_spy():
     """A TorchDispatchMode recording the aten operators a block of code dispatches (``.ops``).
 

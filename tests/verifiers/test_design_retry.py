@@ -34,7 +34,7 @@ from mdsd_ot.verifiers.chain.pieces import (
     scaled_transfers,
 )
 from mdsd_ot.verifiers.chain.swap import _swap_sublaw
-from testkit import g_test_pvalue
+from testkit import g_test_pvalue, peaked_random_row
 
 
 def _peaked(V: int, seed: int, top: float = 0.8, p_top: float = 0.6):
@@ -231,14 +231,8 @@ def test_patient_run_breaks_through_a_slow_plateau():
     150 laws) reaches ε <= 1e-9 and is kept."""
     from mdsd_ot.verifiers.chain import build_plan
 
-    g = np.random.default_rng(102)
-    V = int(g.integers(8, 60))
-    n = int(g.integers(3, min(V - 1, 26)))
-    sc = float(g.choice([1, 2, 4, 8]))
-    z = g.normal(size=V) * sc
-    p, q = np.exp(z - z.max()), np.exp(z + g.normal(size=V) * sc)
-    p, q = p / p.sum(), q / q.sum()
-    assert (V, n) == (31, 6)
+    p, q, n = peaked_random_row(102)
+    assert (len(q), n) == (31, 6)
     plan = build_plan(p, q, n, "cp-swap")
     a = float(fast.alpha_star(p, q, n=n, scheme="conditional-poisson"))
     assert plan.info["retry"]["kept"] == "patient" and a - plan.acceptance <= 1e-9

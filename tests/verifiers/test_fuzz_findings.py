@@ -557,6 +557,16 @@ def test_certified_acceptance_is_not_negative_on_disjoint_supports():
     assert c["acceptance"] == 0.0
 
 
+def _heavy_first(seed: int) -> np.ndarray:
+    """q over 300 tokens: token 0 holds 0.9, the rest 0.1 at random (seeded)."""
+    g = np.random.default_rng(seed)
+    q = g.random(300)
+    q[0] = 0.0
+    q = q / q.sum() * 0.1
+    q[0] = 0.9
+    return q
+
+
 @pytest.mark.parametrize("seed", [0, 2])
 def test_p_equal_q_with_a_heavy_token_reaches_one(seed):
     """p = q (every p/q ties) with one token of q = 0.9 first among 300: the stable order put it
@@ -565,11 +575,7 @@ def test_p_equal_q_with_a_heavy_token_reaches_one(seed):
     (plan.heavy_last) and ε ≤ 1e-10."""
     from mdsd_ot.verifiers.chain.plan import heavy_last
 
-    g = np.random.default_rng(seed)
-    q = g.random(300)
-    q[0] = 0.0
-    q = q / q.sum() * 0.1
-    q[0] = 0.9
+    q = _heavy_first(seed)
     c = verifiers.get("optimal", ConditionalPoisson(q, 4)).certificate(q.copy())
     assert c["construction"] == "cp-swap" and c["eps"] <= 1e-10
     order = heavy_last(np.arange(300), np.ones(300), q)
@@ -584,11 +590,7 @@ def test_batched_plans_take_the_same_tie_order_and_n2_keeps_the_stable_one():
     build_plan reached 5e-12.  At n = 2 (seq-swap: seq2's fallback) the stable order stays."""
     from mdsd_ot.verifiers.chain.plan import build_plans
 
-    g = np.random.default_rng(0)
-    q = g.random(300)
-    q[0] = 0.0
-    q = q / q.sum() * 0.1
-    q[0] = 0.9
+    q = _heavy_first(0)
     one = build_plan(q, q, 4, "cp-swap")
     batch = build_plans(q[None, :], q[None, :], 4, "cp-swap")[0]
     assert np.array_equal(one.order, batch.order) and one.acceptance == batch.acceptance

@@ -28,7 +28,7 @@ from mdsd_ot.verifiers.chain.seqsingle import (
     single_tokens,
 )
 from mdsd_ot.verifiers.chain.swap import stream_draws
-from testkit import g_test_pvalue
+from testkit import g_test_pvalue, peaked_random_row
 
 
 def _exact_law(qs: np.ndarray, n: int, kern, single) -> list[Fraction]:
@@ -212,18 +212,6 @@ def test_simulation_vocab_152064():
     _simulate_swap_h(152_064, 0.5, 4, 100_000)
 
 
-def _peaked_random_row(seed: int):
-    """The sweep's rows: V in [8, 60), n in [3, min(V - 1, 26)), log-normal p and q at scale
-    1-8 (seeded)."""
-    g = np.random.default_rng(seed)
-    V = int(g.integers(8, 60))
-    n = int(g.integers(3, min(V - 1, 26)))
-    sc = float(g.choice([1, 2, 4, 8]))
-    z = g.normal(size=V) * sc
-    p, q = np.exp(z - z.max()), np.exp(z + g.normal(size=V) * sc)
-    return p / p.sum(), q / q.sum(), n
-
-
 @pytest.mark.parametrize("seed", [25, 32, 49])
 def test_seq_best_widens_the_single_picks_where_three_fall_short(seed):
     """Rows with four to six tokens drawn often (V = 10-53, n = 5-6, peaked): with three of them
@@ -233,7 +221,7 @@ def test_seq_best_widens_the_single_picks_where_three_fall_short(seed):
     from mdsd_ot.fast import alpha_star
     from mdsd_ot.verifiers.chain.seqsingle import SINGLE_MAX
 
-    p, q, n = _peaked_random_row(seed)
+    p, q, n = peaked_random_row(seed)
     plan = build_plan(p, q, n, "seq-best")
     a = float(alpha_star(p, q, n=n, scheme="without"))
     assert plan.construction == "seq-swap-h" and a - plan.acceptance <= 1e-9
@@ -245,7 +233,7 @@ def test_seq_best_widens_the_single_picks_where_three_fall_short(seed):
 def test_wide_single_plan_sampler_realises_its_law():
     """The sampler of a plan with five single picks (the row of seed 69) against plan.T: a
     G-test over the tokens with expected count >= 5 (the rest pooled), 2e5 tuples."""
-    p, q, n = _peaked_random_row(69)
+    p, q, n = peaked_random_row(69)
     plan = build_plan(p, q, n, "seq-best")
     assert plan.single.size > 3
     rng = np.random.default_rng(69)

@@ -281,15 +281,7 @@ def _k_pairs(qs, n, E, x, y, tau, cancel, a_out, b_out, bad):  # pragma: no cove
         bad[i] = 0 if ok else 1
         Iv = (Id if not Id < 0.0 else 0.0) / en
         Jv = (Jd if not Jd < 0.0 else 0.0) / en
-        det = Iv * Jv + Iv * h + hp * Jv
-        s1 = Iv + h + hp
-        if det > 1e-12 * ((Iv + hp) * (Jv + h) + h * hp):  # _k_ab, inline
-            a_out[i] = t * Jv / det
-            b_out[i] = t * Iv / det
-        else:
-            flat = t / (s1 if s1 > 1e-300 else 1e-300)
-            a_out[i] = flat
-            b_out[i] = flat
+        _k_ab(t, h, hp, Iv, Jv, a_out, b_out, i)
 
 
 @jit
