@@ -8,7 +8,8 @@ files, shards, report figures) goes through this module:
 2. :func:`atomic_write` (or :func:`atomic_file` for writers that need a file *name*, such as
    ``safetensors.numpy.save_file``) writes to a temporary name in the same directory
    (:func:`atomic_path`) and renames it over the target with :func:`os.replace` only when the
-   write is complete.
+   write is complete.  A path that is a symbolic link is written through: the file it points to
+   is replaced (:func:`resolve_link`), and the link stays a link.
 
 A failed or interrupted write therefore never leaves a half-written file, and never leaves the
 temporary file behind: the old file, if any, is intact.  An :class:`OSError` (disk full,
@@ -32,7 +33,34 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_output_file", "probe_directory", "atomic_path", "atomic_file", "atomic_write"]
+__all__ = [
+    "check_output_file",
+    "probe_directory",
+    "resolve_link",
+    "atomic_path",
+    "atomic_file",
+    "atomic_write",
+]
+
+
+def resolve_link(path: str | os.PathLike) -> Path:
+    """The file that writing ``path`` replaces: ``path`` itself, or where it points when it is a
+    symbolic link (followed to the end of the chain, even when the last target does not exist
+    yet), so that a link such as ``latest.json -> runs/3.json`` stays a link and the file it
+    names is rewritten, as a shell redirection would.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "latest.json").symlink_to(d / "run3.json")
+    >>> resolve_link(d / "latest.json") == (d / "run3.json").resolve()
+    True
+    >>> resolve_link(d / "plain.json") == d / "plain.json"
+    True
+    """
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def check_output_file(
@@ -66,7 +94,8 @@ def check_output_file(
         Naming ``option``, the file and the fix: ``path`` is a directory, its suffix is not one
         of ``suffixes``, its parent directory is missing, is not a directory or is not writable
         (permissions, or no file can be created there: :func:`probe_directory`), or it exists
-        and is not writable.
+        and is not writable.  For a symbolic link these are checked on the file it points to
+        (:func:`resolve_link`), which is what gets written.
 
     Examples
     --------
@@ -91,14 +120,15 @@ def check_output_file(
         raise ValueError(
             f"{option}: give a file name ending in {' or '.join(suffixes)}, got {str(path)!r}"
         )
-    parent = path.parent
+    real = resolve_link(path)
+    parent = real.parent
     if not parent.exists():
         raise ValueError(f"{option}: directory {parent} does not exist; create it first")
     if not parent.is_dir():
         raise ValueError(f"{option}: {parent} is not a directory, so {path} cannot be created")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"{option}: cannot write to directory {parent} (permission denied)")
-    if path.exists() and not os.access(path, os.W_OK):
+    if real.exists() and not os.access(real, os.W_OK):
         raise ValueError(f"{option}: cannot overwrite {path} (permission denied)")
     probe_directory(parent, option, path)
     return path
@@ -179,7 +209,8 @@ def _umask() -> int:
 
 @contextmanager
 def atomic_file(path: str | os.PathLike, option: str = "path") -> Iterator[Path]:
-    """Yield a temporary name for ``path``; rename it to ``path`` when the block completes.
+    """Yield a temporary name for ``path``; rename it to ``path`` when the block completes
+    (to the file ``path`` points to when it is a symbolic link: :func:`resolve_link`).
 
     For writers that take a file name rather than a file object; :func:`atomic_write` is this
     with the file opened.  The temporary file is removed whatever happens; an :class:`OSError`
@@ -219,12 +250,13 @@ def atomic_file(path: str | os.PathLike, option: str = "path") -> Iterator[Path]
     ValueError: --out: cannot write .../missing/b.bin (No such file or directory)
     """
     path = Path(path)
-    tmp = atomic_path(path)
+    real = resolve_link(path)  # a link stays a link: the file it names is replaced
+    tmp = atomic_path(real)
     try:
         yield tmp
         if tmp.exists():  # the mode a plain open() gives (safetensors writes 0600)
             os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     except OSError as exc:
         raise ValueError(f"{option}: cannot write {path} ({exc.strerror or exc})") from None
     finally:

@@ -194,3 +194,33 @@ def test_every_writer_is_atomic(tmp_path, monkeypatch, writer):
 def test_witness_written_is_json(tmp_path):
     f = _witness(tmp_path / "w.json")
     assert json.loads(f.read_text())["format"] == W.FORMAT
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+@pytest.mark.parametrize("dangling", [False, True])
+def test_every_writer_writes_through_a_symlink(tmp_path, writer, dangling):
+    """A link such as ``latest.json -> runs/r.json`` stays a link; the file it names is
+    (re)written, created when the link dangles."""
+    name, _, write = WRITERS[writer]
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    target = runs / name
+    if not dangling:
+        target.write_bytes(b"old")
+    link = tmp_path / name
+    link.symlink_to(target)
+    assert write(link) == link
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.stat().st_size > 0 and target.read_bytes() != b"old"
+    assert sorted(p.name for p in runs.iterdir()) == [name]  # no temporary left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "runs"])
+
+
+def test_check_output_file_follows_a_link(tmp_path):
+    link = tmp_path / "a.json"
+    link.symlink_to(tmp_path / "gone" / "a.json")
+    with pytest.raises(ValueError, match=r"^--out: directory .*/gone does not exist; create it"):
+        O.check_output_file(link, "--out")
+    chain = tmp_path / "b.json"
+    chain.symlink_to(link)  # a chain of links ends at the same file
+    assert O.resolve_link(chain) == O.resolve_link(link) == (tmp_path / "gone" / "a.json")

@@ -9,7 +9,8 @@ P and Q hold (B, V) (or (V,)) probability rows: a comma list (one row), ``.npy``
 ``.json``, ``.pt`` (a tensor, or a dict with one tensor or a tensor under
 "p" / "q") or ``.safetensors`` (one tensor, or one named "p" / "q"); ``--p-file``/``--q-file``
 are the same options.  Without ``--device`` numpy inputs run on the numpy solver (float64); with
-``--device`` (or a ``.pt`` input) the torch solver runs on that device in ``--dtype``.  Prints
+``--device`` (or a ``.pt`` input, or ``--dtype float32``, which the numpy solver does not have:
+then on the CPU) the torch solver runs on that device in ``--dtype``.  Prints
 the mean and quantiles of α* and the positions per second (``--json``: one JSON object);
 ``--out`` saves α* (``.npy``, ``.pt``, ``.json``, ``.csv`` or ``.txt``).
 """
@@ -86,12 +87,18 @@ def run_alpha(
     device: str | None = None,
     dtype: str = "float64",
 ) -> tuple[np.ndarray, float, str]:
-    """Solve a batch; returns (α* as float64 ndarray of shape (B,), seconds, backend label)."""
+    """Solve a batch; returns (α* as float64 ndarray of shape (B,), seconds, backend label).
+
+    The numpy solver (float64) for numpy input without ``device``; the torch solver otherwise,
+    on ``device`` (default the CPU) in ``dtype``; ``dtype="float32"`` always runs the torch
+    solver (the numpy solver has no float32 route)."""
     if dtype not in ("float32", "float64"):
         raise ValueError(f"--dtype: must be float32 or float64, got {dtype!r}")
     if device is not None and not _DEVICE.match(device):
         raise ValueError(f"--device: give cpu, cuda, cuda:N or mps, got {device!r}")
     is_tensor = type(p).__module__.startswith("torch") or type(q).__module__.startswith("torch")
+    if device is None and not is_tensor and dtype == "float32":
+        device = "cpu"  # float32 is the torch solver's: the numpy solver would run float64
     if device is None and not is_tensor:
         from ..fast import alpha_star
 
@@ -178,7 +185,11 @@ def register(app: typer.Typer) -> None:
             typer.Option("--device", help="cpu, cuda, cuda:N or mps: run the torch solver there."),
         ] = None,
         dtype: Annotated[
-            str, typer.Option("--dtype", help="float32 or float64 (torch solver).")
+            str, typer.Option(
+                "--dtype",
+                help="float32 or float64: the torch solver's dtype (float32 runs it, on the CPU "
+                "without --device).",
+            )
         ] = "float64",
         out: Annotated[
             str | None,

@@ -12,7 +12,42 @@ from .. import drafts
 from ..api import solve
 from ..drafts import DraftLaw, Vector
 
-__all__ = ["DraftFactory", "as_factory", "q_of", "p_of", "num", "alpha_star_of"]
+__all__ = [
+    "DraftFactory",
+    "as_factory",
+    "q_of",
+    "p_of",
+    "num",
+    "alpha_star_of",
+    "accepted_flags",
+]
+
+
+def accepted_flags(acc: Any) -> np.ndarray | None:
+    """``accepted`` as a bool array, or None when it is not flags: booleans (Python or numpy) or
+    the integers 0 and 1, the same rule for one pair and for a batch.
+
+    Examples
+    --------
+    >>> accepted_flags([True, np.True_, 0, 1]).tolist()
+    [True, True, False, True]
+    >>> accepted_flags([1, 2]) is None, accepted_flags([0.5]) is None, accepted_flags(None) is None
+    (True, True, True)
+    """
+    try:
+        a = np.asarray(acc)
+    except (ValueError, TypeError):  # ragged: not flags
+        return None
+    if a.dtype == object:  # mixed Python values: each one a bool or an int 0 / 1
+        items = a.ravel().tolist()
+        if not all(isinstance(v, bool | np.bool_ | int | np.integer) for v in items):
+            return None
+        a = np.asarray([int(v) for v in items], dtype=np.int64).reshape(a.shape)
+    if a.dtype == np.bool_:
+        return a
+    if np.issubdtype(a.dtype, np.integer) and np.all((a == 0) | (a == 1)):
+        return a.astype(bool)
+    return None
 
 #: ``draft_factory(q, n) -> DraftLaw``: a law class such as ``WithReplacement``, any callable, or
 #: a scheme name of :data:`mdsd_ot.drafts.SCHEMES`.

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..drafts import DraftLaw, Vector
-from ._common import p_of, q_of
+from ._common import accepted_flags, p_of, q_of
 from .coins import MAX_DEPTH, MAX_PATHS, enumerate_paths
 
 __all__ = ["Path", "ExactLaw", "exact_law", "Verify"]
@@ -101,9 +101,12 @@ def _token(value: Any, V: int, tup: tuple[int, ...]) -> tuple[int, bool]:
         )
     if not 0 <= int(tok) < V:
         raise ValueError(f"verify returned token {tok} for drafts {tup}; tokens lie in [0, {V})")
-    if not isinstance(acc, bool | np.bool_):
-        raise ValueError(f"verify returned accepted={acc!r} for drafts {tup}; expected a bool")
-    return int(tok), bool(acc)
+    flag = accepted_flags(acc) if isinstance(acc, bool | np.bool_ | Integral) else None
+    if flag is None:
+        raise ValueError(
+            f"verify returned accepted={acc!r} for drafts {tup}; expected a bool (or 0 / 1)"
+        )
+    return int(tok), bool(flag)
 
 
 def exact_law(

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..drafts import DraftLaw, Vector
 from . import stats
-from ._common import alpha_star_of, q_of
+from ._common import accepted_flags, alpha_star_of, q_of
 
 __all__ = [
     "SamplerCheck",
@@ -139,7 +139,8 @@ def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
         raise SamplerTypeError(f"the sampler raised TypeError: {exc}{_batch_hint(batch)}") from exc
     except Exception as exc:  # noqa: BLE001 - any exception of the sampler is its failure
         raise SamplerError(f"the sampler raised {type(exc).__name__}: {exc}") from exc
-    tok, acc = np.asarray(tok), np.asarray(acc)
+    tok, flags = np.asarray(tok), accepted_flags(acc)
+    acc = np.asarray(acc, dtype=object) if flags is None else flags
     if tok.shape != (len(t),) or acc.shape != (len(t),):
         hint = ""
         if not batch and tok.ndim >= 2 and tok.shape[0] == len(t):
@@ -159,7 +160,11 @@ def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
         )
     if tok.size and (not np.issubdtype(tok.dtype, np.integer) or tok.min() < 0 or tok.max() >= V):
         raise SamplerError(f"the sampler returned tokens outside the integers [0, {V})")
-    return tok.astype(np.int64), acc.astype(bool)
+    if flags is None:  # 2, 0.5 or None are not flags: refused rather than cast to True
+        raise SamplerError(
+            "the sampler returned accepted flags that are not booleans (or the integers 0 and 1)"
+        )
+    return tok.astype(np.int64), flags
 
 
 def check_sampler(

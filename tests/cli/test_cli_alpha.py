@@ -179,3 +179,21 @@ def test_float32_and_bf16_files_use_their_own_tolerance(app, tmp_path):
     r = runner.invoke(app, ["alpha", "--p", str(tmp_path / "bad.pt"), "--q", "0.2,0.3,0.5"])
     assert r.exit_code == 2
     assert "--p[0]: entries sum to 1.05, not 1 (tolerance 0.0001)" in r.output
+
+
+def test_float32_without_device_runs_the_torch_solver(app, rows, tmp_path):
+    """--dtype float32 on numpy files: the torch solver on the CPU in float32 (the numpy solver
+    has no float32 route; it used to run float64 and say so in the label)."""
+    pytest.importorskip("torch")
+    p, q = rows
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "q.npy", q)
+    args = ["alpha", "--p", str(tmp_path / "p.npy"), "--q", str(tmp_path / "q.npy"), "-n", "3"]
+    r = runner.invoke(app, [*args, "--dtype", "float32", "--out", str(tmp_path / "a.npy")])
+    assert r.exit_code == 0, r.output
+    assert "torch float32 on cpu" in r.output
+    expected = alpha_star(p, q, n=3, scheme="with")  # the command's default scheme
+    got = np.load(tmp_path / "a.npy")
+    assert np.max(np.abs(got - expected)) <= 1e-5  # FLOAT32_BOUND
+    r = runner.invoke(app, [*args, "--dtype", "float64"])
+    assert r.exit_code == 0 and "numpy float64" in r.output

@@ -181,6 +181,26 @@ def test_errors_of_the_verifier_become_error_verdicts():
         assert msg in rep.witness["reasons"][0]
 
 
+def test_accepted_may_be_0_or_1_but_nothing_else():
+    """One rule for the flag in both modes: a bool, or the integer 0 / 1."""
+    law = WithReplacement(["1/2", "1/2"], 1)
+
+    def as_int(p, q, drafts_, coins):
+        y, acc = controls.rrs_with(p, q, drafts_, coins)
+        return y, int(acc)
+
+    ref = exact_law(controls.rrs_with, ["3/4", "1/4"], law)
+    r = exact_law(as_int, ["3/4", "1/4"], law)
+    assert r.acceptance == ref.acceptance == Fraction(3, 4) and list(r.law) == list(ref.law)
+    for bad in (2, 0.5, None, "yes"):
+
+        def odd(p, q, drafts_, coins, bad=bad):
+            return controls.rrs_with(p, q, drafts_, coins)[0], bad
+
+        with pytest.raises(ValueError, match=r"accepted=.*expected a bool \(or 0 / 1\)"):
+            exact_law(odd, ["3/4", "1/4"], law)
+
+
 def test_undefined_laws_are_skipped_not_failed():
     rep = check_exact(controls.rrs_without, "without", 5, vocab=2, n=3)
     assert rep.checked == 0 and rep.passed

@@ -115,6 +115,29 @@ def test_misbehaving_samplers():
     assert np.isfinite(r.tv_hat)
 
 
+@pytest.mark.parametrize("batch", [False, True])
+def test_accepted_flags_0_1_in_both_modes_and_nothing_else(batch):
+    """The flag: a bool or the integer 0 / 1, one tuple at a time or batched; 2 or 0.5 are
+    refused (they used to be cast to True)."""
+    law = WithReplacement([0.5, 0.5], 1)
+    pkg = controls.package_sampler("rrs-with", "with", batch=batch)
+
+    def with_flag(cast):
+        def s(p, q, d, rng):
+            tok, acc = pkg(p, q, d, rng)
+            return tok, (np.asarray(acc).astype(np.int64) if batch else int(acc)) * cast
+
+        return s
+
+    r = check_sampler(with_flag(1), [0.7, 0.3], law, 2000, batch=batch)
+    ref = check_sampler(pkg, [0.7, 0.3], law, 2000, batch=batch)
+    assert r.passed and r.acceptance == ref.acceptance > 0  # same draws, same flags
+    with pytest.raises(SamplerError, match=r"accepted flags that are not booleans"):
+        check_sampler(with_flag(2), [0.7, 0.3], law, 200, batch=batch)
+    with pytest.raises(SamplerError, match=r"accepted flags that are not booleans"):
+        check_sampler(with_flag(0.5), [0.7, 0.3], law, 200, batch=batch)
+
+
 def test_a_batched_sampler_without_batch_true_gets_a_hint():
     from mdsd_ot.drafts import WithReplacement
     from mdsd_ot.lossless import controls
