@@ -39,6 +39,10 @@ class Method:
         The pip extra that installs them.
     doc : str
         One line on what the method does.
+    set_plan : bool
+        Whether the method's result carries a set-reduced plan ``{(i, S): flow}`` (what the
+        optimal verifier's reference construction samples from:
+        ``verifiers.get("optimal", draft, method=...)``).
     """
 
     name: str
@@ -48,6 +52,7 @@ class Method:
     requires: tuple[str, ...] = field(default_factory=tuple)
     extra: str | None = None
     doc: str = ""
+    set_plan: bool = False
 
     def is_installed(self) -> bool:
         """True when every optional dependency of the method can be imported."""
@@ -65,13 +70,15 @@ def register(
     exact: bool = False,
     requires: tuple[str, ...] = (),
     extra: str | None = None,
+    set_plan: bool = False,
 ) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
-    """Decorator registering ``func`` under ``name`` in :data:`METHODS`."""
+    """Decorator registering ``func`` under ``name`` in :data:`METHODS` (``set_plan``: its
+    results carry a set-reduced plan, :attr:`Method.set_plan`)."""
 
     def deco(func):
         doc = (func.__doc__ or "").strip().splitlines()
         METHODS[name] = Method(
-            name, func, accuracy, exact, tuple(requires), extra, doc[0] if doc else ""
+            name, func, accuracy, exact, tuple(requires), extra, doc[0] if doc else "", set_plan
         )
         return func
 

@@ -161,7 +161,7 @@ def tuple_flow(p: Any, draft: DraftLaw, *, exact: bool = True) -> dict[str, Any]
     return dict(alpha=alpha, H=H, plan=plan, accuracy=accuracy, info=info)
 
 
-@register("maxflow", accuracy=0.0, exact=True)
+@register("maxflow", accuracy=0.0, exact=True, set_plan=True)
 def _solve_maxflow(p, draft):
     """networkx max-flow / min-cut on exact integers (rationals scaled by their denominator)."""
     with timed() as tm:
@@ -170,7 +170,7 @@ def _solve_maxflow(p, draft):
     return out
 
 
-@register("maxflow-scipy", accuracy=1e-10, exact=False)
+@register("maxflow-scipy", accuracy=1e-10, exact=False, set_plan=True)
 def _solve_maxflow_scipy(p, draft):
     """scipy.sparse.csgraph max-flow, int32 capacities refined to the 2^-60 grid."""
     with timed() as tm:

@@ -180,7 +180,7 @@ def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[
     return out
 
 
-@register("reduced", accuracy=1e-10, exact=True)
+@register("reduced", accuracy=1e-10, exact=True, set_plan=True)
 def _solve_reduced(p, draft):
     """Set-reduced max-flow over token sets |S| <= n (exact for rational inputs)."""
     with timed() as tm:

@@ -93,6 +93,23 @@ def repaired_flow(
     return dict(f)
 
 
+def _check_set_method(method: Any, others: str = "") -> None:
+    """Refuse, at construction, a method that is not a registered :func:`mdsd_ot.solve` method
+    with a set-reduced plan (:attr:`mdsd_ot.methods.Method.set_plan`); the message lists those
+    that have one, after ``others`` (the other values the caller accepts)."""
+    from .. import exact as _exact  # the registry, filled by the formulation modules
+
+    plans = sorted(m for m, spec in _exact.METHODS.items() if spec.set_plan)
+    use = f"use {others + ', or ' if others else ''}a method with one: {', '.join(map(repr, plans))}"
+    if method not in _exact.METHODS:
+        raise ValueError(f"method: unknown method {method!r}; {use}")
+    if not _exact.METHODS[method].set_plan:
+        raise ValueError(
+            f"method: {method!r} gives α* without a set-reduced plan {{(i, S): flow}}, which "
+            f"the optimal verifier samples from; {use}"
+        )
+
+
 class ReducedOptimal(Verifier):
     r"""The verifier of an optimal set-reduced plan; defined for every draft law, attains α*.
 
@@ -116,6 +133,7 @@ class ReducedOptimal(Verifier):
     law_hint = "any draft law from mdsd_ot.drafts"
 
     def __init__(self, draft: DraftLaw | None = None, *, method: str = DEFAULT_METHOD):
+        _check_set_method(method)
         self.method = method
         self._cache: dict[Any, Any] = {}
         super().__init__(draft)
@@ -310,14 +328,7 @@ class Optimal(Verifier):
 
     def __init__(self, draft: DraftLaw | None = None, *, method: str | None = None):
         if method is not None and method not in _ENGINES:
-            from .. import exact as _exact
-
-            if method not in _exact.METHODS:
-                raise ValueError(
-                    f"method: unknown method {method!r}; use None (the law's default), "
-                    f"{', '.join(repr(m) for m in _ENGINES)} or a method of mdsd_ot.solve that "
-                    "returns a set-reduced plan ('reduced')"
-                )
+            _check_set_method(method, f"None (the law's default), {', '.join(map(repr, _ENGINES))}")
         self.method = method
         self._engines: dict[int, tuple[DraftLaw, Verifier]] = {}
         super().__init__(draft)

@@ -545,9 +545,20 @@ def test_conditional_rng_and_method_errors_name_the_argument():
         verifiers.get("optimal", WithoutReplacement(q, 2), method="bogus")
     with pytest.raises(ValueError, match="method: 'chain' does not serve Greedy"):
         verifiers.get("optimal", Greedy(q, 2), method="chain").certificate(p)
-    # a solver without a set-reduced plan: refused by certificate (it reported ε = 0 unsolved)
-    with pytest.raises(ValueError, match="method: 'fast' returned no set-reduced plan"):
-        verifiers.get("optimal", WithoutReplacement(q, 2), method="fast").certificate(p)
+    # a solver without a set-reduced plan: refused at construction (certificate used to report
+    # ε = 0 unsolved, then refused it; now nothing is built with it)
+    for m in ("fast", "dual", "subset-exact"):
+        with pytest.raises(
+            ValueError,
+            match=rf"method: '{m}' gives α\* without a set-reduced plan .* 'chain', 'greedy', "
+            r"'spechub', or a method with one: 'maxflow', 'maxflow-scipy', 'reduced'$",
+        ):
+            verifiers.get("optimal", WithoutReplacement(q, 2), method=m)
+    for m in ("maxflow", "maxflow-scipy", "reduced"):  # the ones with a plan sample and certify
+        v = verifiers.get("optimal", WithoutReplacement(q, 2), method=m)
+        assert v.certificate(p) == {"construction": m, "eps": 0.0, "exact_optimum": True}
+        tokens, _ = v.sample(p, [[0, 1], [2, 3]], np.random.default_rng(0))
+        assert tokens.shape == (2,) and 0 <= tokens.min() and tokens.max() < 4
 
 
 def test_certified_acceptance_is_not_negative_on_disjoint_supports():
