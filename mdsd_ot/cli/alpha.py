@@ -185,11 +185,12 @@ def register(app: typer.Typer) -> None:
             typer.Option("--device", help="cpu, cuda, cuda:N or mps: run the torch solver there."),
         ] = None,
         dtype: Annotated[
-            str, typer.Option(
+            str,
+            typer.Option(
                 "--dtype",
                 help="float32 or float64: the torch solver's dtype (float32 runs it, on the CPU "
                 "without --device).",
-            )
+            ),
         ] = "float64",
         out: Annotated[
             str | None,

@@ -49,6 +49,7 @@ def accepted_flags(acc: Any) -> np.ndarray | None:
         return a.astype(bool)
     return None
 
+
 #: ``draft_factory(q, n) -> DraftLaw``: a law class such as ``WithReplacement``, any callable, or
 #: a scheme name of :data:`mdsd_ot.drafts.SCHEMES`.
 DraftFactory = Callable[[Sequence[Any], int], DraftLaw] | str | type

@@ -100,7 +100,9 @@ def _check_set_method(method: Any, others: str = "") -> None:
     from .. import exact as _exact  # the registry, filled by the formulation modules
 
     plans = sorted(m for m, spec in _exact.METHODS.items() if spec.set_plan)
-    use = f"use {others + ', or ' if others else ''}a method with one: {', '.join(map(repr, plans))}"
+    use = (
+        f"use {others + ', or ' if others else ''}a method with one: {', '.join(map(repr, plans))}"
+    )
     if method not in _exact.METHODS:
         raise ValueError(f"method: unknown method {method!r}; {use}")
     if not _exact.METHODS[method].set_plan:
