@@ -409,8 +409,8 @@ def test_uncertified_cp_swap_gives_way_to_top(monkeypatch):
     from mdsd_ot.verifiers.chain import ChainOptimal, cutlaw, swap
     from mdsd_ot.verifiers.chain.plan import UNCERTIFIED
 
-    def loose(qs, n, kern):
-        T, _ = cutlaw.cp_law(qs, n, kern)
+    def loose(qs, n, kern, row=None):
+        T, _ = cutlaw.cp_law(qs, n, kern, row)
         return T, 23.0
 
     monkeypatch.setattr(swap, "cp_law", loose)

@@ -47,6 +47,7 @@ Examples
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -179,21 +180,60 @@ def _recompute(bad: np.ndarray, qs: np.ndarray, kern: PieceKernel) -> np.ndarray
     return bad[: max(16, keep)]
 
 
-def _dominant_split(qs: np.ndarray, n: int, kern: PieceKernel) -> list[int]:
+@dataclass(frozen=True)
+class CPRow:
+    """What :func:`cp_law` reads of q alone, formed once per row by :func:`cp_row` (a design
+    evaluates the law of many kernels on one q; each of these costs a pass over V).
+
+    Attributes
+    ----------
+    qs : (V,) ndarray
+        q by slot, or :math:`2^k q` where :math:`e_n(q)` is tiny
+        (:func:`~mdsd_ot.drafts.sampling.scale_exponent`).
+    n : int
+        The number of drafts.
+    dominant : tuple of int
+        :func:`~.pieces.dominant_slots` of ``qs``.
+    kth : float
+        The (n - 1)-th largest mass of ``qs``, the bar of :func:`_heavy_split` (-inf when
+        V <= n - 1: every token qualifies).
+    """
+
+    qs: np.ndarray
+    n: int
+    dominant: tuple[int, ...]
+    kth: float
+
+
+def cp_row(qs: np.ndarray, n: int) -> CPRow:
+    """The :class:`CPRow` of q (by slot) and n.
+
+    Examples
+    --------
+    >>> r = cp_row(np.array([0.1, 0.2, 0.3, 0.4]), 3)
+    >>> r.dominant, r.kth
+    ((3, 2), 0.3)
+    """
+    if k := scale_exponent(qs, n):  # ratios to e_n only: the same law, without underflow
+        qs = np.ldexp(qs, k)
+    m = max(1, n - 1)
+    kth = float(np.partition(qs, len(qs) - m)[len(qs) - m]) if len(qs) > m else -math.inf
+    return CPRow(qs, n, tuple(dominant_slots(qs, n)), kth)
+
+
+def _dominant_split(row: CPRow, kern: PieceKernel) -> list[int]:
     """The dominant slots (:func:`~.pieces.dominant_slots`) that have more than one piece:
     :func:`cp_law` sums the other tokens' levels without them."""
-    return [x for x in dominant_slots(qs, n) if kern.start[x + 1] - kern.start[x] > 1]
+    return [x for x in row.dominant if kern.start[x + 1] - kern.start[x] > 1]
 
 
-def _heavy_split(qs: np.ndarray, n: int, kern: PieceKernel, tokens: np.ndarray) -> list[int]:
+def _heavy_split(row: CPRow, kern: PieceKernel, tokens: np.ndarray) -> list[int]:
     """The tokens of ``tokens`` with more than one piece that are among the n - 1 heaviest
     (by decreasing mass, ties: the lower slot first), in that order."""
-    k = max(1, n - 1)
+    qs, k = row.qs, max(1, row.n - 1)
     if len(tokens) == 0:
         return []
-    if len(qs) > k:  # only tokens at least as heavy as the k-th heaviest can qualify
-        kth = np.partition(qs, len(qs) - k)[len(qs) - k]
-        tokens = tokens[qs[tokens] >= kth]
+    tokens = tokens[qs[tokens] >= row.kth]  # only tokens as heavy as the k-th heaviest qualify
     out = []
     for x in tokens.tolist():
         if kern.start[x + 1] - kern.start[x] > 1:
@@ -234,7 +274,9 @@ def _passes(
     return lev, bad, lo, d_p, v_p
 
 
-def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float]:
+def cp_law(
+    qs: np.ndarray, n: int, kern: PieceKernel, row: CPRow | None = None
+) -> tuple[np.ndarray, float]:
     r"""Law by slot of the piece kernel under conditional Poisson, and a bound on
     :math:`\sum_x |\hat T_x - T_x|`.
 
@@ -256,10 +298,11 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     (:func:`~mdsd_ot.drafts.sampling.scale_exponent`), the same law without the underflow.
 
     With numba the passes are compiled (:mod:`._cutjit`: the same operations in the same
-    order, bit-identical, so the bound holds as it is).
+    order, bit-identical, so the bound holds as it is).  ``row``: :func:`cp_row` of (qs, n),
+    formed once where many kernels of one q are evaluated (the design); default: formed here.
     """
-    if k := scale_exponent(qs, n):  # ratios to e_n only: the same law, without underflow
-        qs = np.ldexp(qs, k)
+    row = cp_row(qs, n) if row is None else row
+    qs = row.qs
     V = len(qs)
     jit = _cutjit.enabled()
     if jit:  # the first output of before_after only, and its depth
@@ -270,9 +313,9 @@ def cp_law(qs: np.ndarray, n: int, kern: PieceKernel) -> tuple[np.ndarray, float
     else:
         d = kern.mass(qs)
         v, _, kmax = before_after(kern, d)
-    K = _dominant_split(qs, n, kern)
+    K = _dominant_split(row, kern)
     lev, bad, lo, d_p, v_p = _passes(d, v, n, kern, K, jit)
-    if extra := [x for x in _heavy_split(qs, n, kern, bad) if x not in K]:
+    if extra := [x for x in _heavy_split(row, kern, bad) if x not in K]:
         K = K + extra  # a heavy split token whose deflation cancels: left out of the passes too
         lev, bad, lo, d_p, v_p = _passes(d, v, n, kern, K, jit)
     bad = bad[~np.isin(bad, K)]

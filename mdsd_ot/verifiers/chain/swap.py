@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...fast.scan import prefix_Q
-from .cutlaw import cp_law, seq_law, total_mass
+from .cutlaw import cp_law, cp_row, seq_law, total_mass
 from .pieces import design_or_retry
 
 __all__ = ["SWAP", "STREAM_TOL", "swap_plan", "seq_best_plan", "prefix_Q_of", "stream_draws"]
@@ -102,9 +102,10 @@ def swap_plan(
     qs, D, s, q_err = sub if sub is not None else _swap_sublaw(p, q, n, order, construction)
     draws = single = None
     if SWAP[construction] == "conditional-poisson":
+        row = cp_row(qs, n)  # what the law reads of q alone: once for every kernel
 
         def law(k):
-            return cp_law(qs, n, k)
+            return cp_law(qs, n, k, row)
     elif construction == "seq-swap-h":  # the heaviest tokens pick once (§4.8)
         from .seqsingle import SINGLE_MAX, seq_single_law, single_tokens
 
