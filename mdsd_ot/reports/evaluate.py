@@ -179,6 +179,7 @@ def evaluate(
     exact_max_tuples: int = 4096,
     optimal_max_v: int = 8,
     progress: Callable[[int], None] | None = None,
+    first_position: int = 0,
 ) -> list[LawRows]:
     """α* and verifier acceptance per row for every law (rows: validated distributions).
 
@@ -197,6 +198,9 @@ def evaluate(
         See the module docstring.
     progress : callable, optional
         Called with 1 after each row.
+    first_position : int
+        The dataset position of row 0: ``skipped`` names positions counted from it (a report
+        evaluates its dataset in chunks).
     """
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     P = np.atleast_2d(np.asarray(P, dtype=np.float64))
@@ -223,7 +227,7 @@ def evaluate(
         r.alpha, r.alpha_method = a, how
         if np.isnan(a).any():  # say why (e.g. q with fewer than n tokens for distinct drafts)
             k = int(np.flatnonzero(np.isnan(a))[0])
-            r.skipped = f"position {k}: {_refusal(r.law, P[k], Q[k], n)}"
+            r.skipped = f"position {first_position + k}: {_refusal(r.law, P[k], Q[k], n)}"
             if np.isnan(a).all():  # refused everywhere (e.g. n beyond the solver): no verifiers
                 r.names = []
     for k in range(m):
@@ -233,7 +237,7 @@ def evaluate(
             try:
                 law = make_law(r.law, Q[k], n)
             except ValueError as exc:  # a row outside the law's domain (e.g. q with zeros)
-                r.skipped = r.skipped or f"position {k}: {exc}"
+                r.skipped = r.skipped or f"position {first_position + k}: {exc}"
                 continue
             small = _support_bound(law) <= exact_max_tuples
             for name in r.names:
@@ -258,20 +262,36 @@ def evaluate(
 
 
 def concat(parts: Sequence[Sequence[LawRows]]) -> list[LawRows]:
-    """Join the per-law values of consecutive batches (same laws, in the same order)."""
+    """Join the per-law values of consecutive batches (same laws, in the same order).
+
+    The verifiers of a law are those of any batch, in order of first appearance: a batch whose
+    rows the law refused everywhere (α* NaN on every row: :func:`evaluate` then runs no
+    verifier) contributes NaN acceptances, so the result does not depend on how the rows were
+    split into batches, nor on which batch comes first.
+    """
     first = parts[0]
     out = []
     for j, r in enumerate(first):
         rows = [p[j] for p in parts]
+        names = list(dict.fromkeys(k for x in rows for k in x.names))
+
+        def col(x: LawRows, k: str, field: str) -> np.ndarray:
+            got = getattr(x, field).get(k)
+            if got is not None:
+                return got
+            return np.full(len(x.alpha), np.nan if field == "acceptance" else 0.0)
+
         out.append(
             LawRows(
                 r.law,
                 np.concatenate([x.alpha for x in rows]),
                 next((x.alpha_method for x in rows if x.alpha_method), None),
-                list(r.names),
-                acceptance={k: np.concatenate([x.acceptance[k] for x in rows]) for k in r.names},
-                se={k: np.concatenate([x.se[k] for x in rows]) for k in r.names},
-                method={k: _weakest_of(x.method[k] for x in rows) for k in r.names},
+                names,
+                acceptance={
+                    k: np.concatenate([col(x, k, "acceptance") for x in rows]) for k in names
+                },
+                se={k: np.concatenate([col(x, k, "se") for x in rows]) for k in names},
+                method={k: _weakest_of(x.method.get(k) for x in rows) for k in names},
                 skipped=next((x.skipped for x in rows if x.skipped), None),
             )
         )

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,8 @@ class Task:
     seed: int
     exact_max_tuples: int
     optimal_max_v: int
+    #: The dataset position of row ``start`` (shards in order): what ``skipped`` names.
+    offset: int = 0
 
 
 def run_task(
@@ -89,6 +92,7 @@ def run_task(
                 P, Q, n, rng=g, laws=task.laws[n], verifiers=task.verifiers,
                 samples=task.samples, exact_max_tuples=task.exact_max_tuples,
                 optimal_max_v=task.optimal_max_v, progress=progress,
+                first_position=task.offset,
             )  # fmt: skip
     return out
 
@@ -195,10 +199,11 @@ def plan(
                 "report the temperature the shards were collected at"
             )
     step = max(1, CHUNK_ENTRIES // first.V) if chunk_rows is None else max(1, int(chunk_rows))
+    before = np.concatenate([[0], np.cumsum([s.m for s in shards])]).astype(int).tolist()
     tasks = [
         Task(
             k,
-            str(s.path),
+            str(Path(s.path).resolve()),  # absolute: a worker may run in another directory
             start,
             min(start + step, s.m),
             ns,
@@ -209,6 +214,7 @@ def plan(
             int(seed),
             int(exact_max_tuples),
             int(optimal_max_v),
+            before[k] + start,
         )  # fmt: skip
         for k, s in enumerate(shards)
         for start in range(0, s.m, step)

@@ -235,3 +235,49 @@ def test_report_arguments_checked_in_python(tmp_path, kw, match):
     _dataset(tmp_path, m=4, V=6)
     with pytest.raises(ValueError, match=match):
         report(tmp_path, [2], **kw)
+
+
+def _refused_first(d, bad_name):
+    """Five rows of V = 5, n = 3 "without": the row of ``bad_name`` has q on two tokens only (the
+    law is undefined there: α* NaN), the other shard's four rows are ordinary."""
+    rng = np.random.default_rng(4)
+    P = rng.dirichlet(np.ones(5), size=5)
+    Q = rng.dirichlet(np.ones(5), size=5)
+    Q[0] = [0.5, 0.5, 0.0, 0.0, 0.0]
+    good = "b.npz" if bad_name == "a.npz" else "a.npz"
+    write_shard(d / bad_name, P[:1], Q[:1], metadata=_meta(5))
+    write_shard(d / good, P[1:], Q[1:], metadata=_meta(5))
+    return P, Q
+
+
+@pytest.mark.parametrize("bad_name", ["a.npz", "b.npz"])
+@pytest.mark.parametrize("chunk_rows", [None, 1, 2])
+def test_a_law_refused_on_a_whole_chunk_keeps_its_verifiers(tmp_path, bad_name, chunk_rows):
+    """The verifiers of a law do not depend on shard order or chunking: a first chunk whose
+    rows the law refuses everywhere used to drop every verifier of that law from the report.
+    ``skipped`` names the dataset position of the refused row (not its index in the chunk)."""
+    _refused_first(tmp_path, bad_name)
+    rep = report(tmp_path, [3], laws=["without"], chunk_rows=chunk_rows, seed=0)
+    (res,) = rep["results"]
+    names = [v["name"] for v in res["verifiers"]]
+    assert names == ["rrs-without", "optimal"], names
+    assert res["positions"] == 5 and res["skipped_positions"] == 1
+    where = 0 if bad_name == "a.npz" else 4  # shards in name order
+    assert res["skipped"].startswith(f"position {where}: "), res["skipped"]
+    ref = report(tmp_path, [3], laws=["without"], seed=0)["results"][0]["verifiers"]
+    for v, w in zip(res["verifiers"], ref, strict=True):  # the same values whatever the chunks
+        assert v["acceptance"]["mean"] == pytest.approx(w["acceptance"]["mean"], abs=1e-12)
+
+
+def test_tasks_carry_absolute_shard_paths(tmp_path, monkeypatch):
+    """A Dask worker may run in another directory: the tasks name the shards absolutely."""
+    from mdsd_ot.reports.report import plan
+
+    _dataset(tmp_path, m=4, shards=2)
+    monkeypatch.chdir(tmp_path)
+    tasks, _ = plan(".", [2])
+    assert [t.path for t in tasks] == [
+        str(tmp_path / "s0.safetensors"),
+        str(tmp_path / "s1.safetensors"),
+    ]
+    assert [t.offset for t in tasks] == [0, 2]
