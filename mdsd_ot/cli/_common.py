@@ -51,6 +51,7 @@ __all__ = [
     "set_debug",
     "debug_enabled",
     "one_line",
+    "strict_json",
     "describe_os_error",
     "fail",
     "read_vector",
@@ -98,6 +99,30 @@ def debug_enabled() -> bool:
 def one_line(text: Any) -> str:
     """The message on one line (whitespace runs, newlines included, become one space)."""
     return " ".join(str(text).split())
+
+
+def strict_json(obj: Any) -> str:
+    """``obj`` as standard JSON (indent 2): a non-finite float becomes ``null``, since
+    ``Infinity`` and ``NaN`` are not JSON and strict parsers refuse them.
+
+    Examples
+    --------
+    >>> print(strict_json({"delta": float("inf"), "p": [0.5, float("nan")]}).replace("\\n", " "))
+    {   "delta": null,   "p": [     0.5,     null   ] }
+    """
+    import json
+    import math
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float):
+            return x if math.isfinite(x) else None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(obj), indent=2, allow_nan=False)
 
 
 def describe_os_error(exc: OSError) -> str:

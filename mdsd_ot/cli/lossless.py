@@ -15,7 +15,6 @@ instance fails, 1 when one does, 2 on bad usage.
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from typing import Annotated, Any
 
@@ -30,6 +29,7 @@ from ._common import (
     check_drafts_option,
     cli_command,
     option_names,
+    strict_json,
 )
 from ._files import check_output_file, write_text
 
@@ -177,9 +177,9 @@ def register(app: typer.Typer) -> None:
             )
         result = {"function": function, "scheme": scheme, **report.to_json()}
         if out is not None:
-            write_text(out, "--out", json.dumps(result, indent=2) + "\n")
+            write_text(out, "--out", strict_json(result) + "\n")
         if as_json:
-            typer.echo(json.dumps(result, indent=2))
+            typer.echo(strict_json(result))
         else:
             mode = f"{samples:,} samples" if statistical else "exact"
             _table(rows, statistical, f"lossless: {function} on {scheme}, V = {vocab}, n = {nn} "
@@ -188,6 +188,6 @@ def register(app: typer.Typer) -> None:
             w = report.witness
             if w is not None and not report.passed:
                 typer.echo("witness (worst instance; replay with the function below):")
-                typer.echo(json.dumps(w, indent=2))
+                typer.echo(strict_json(w))
         if not report.passed:
             raise typer.Exit(1)

@@ -20,7 +20,12 @@ __all__ = [
     "num",
     "alpha_star_of",
     "accepted_flags",
+    "EXACT_ALPHA_MAX_V",
 ]
+
+#: α* is computed with ``subset-exact`` up to this vocabulary size; above it with ``auto``
+#: (statistical mode) or ``reduced`` (exact mode: exact in Fractions at any V it can hold).
+EXACT_ALPHA_MAX_V = 16
 
 
 def accepted_flags(acc: Any) -> np.ndarray | None:

@@ -2,7 +2,8 @@ r"""Exact mode on a family of instances: verdicts per instance and a replayable 
 
 :func:`check_exact` runs :func:`~mdsd_ot.lossless.exact.exact_law` on a family of instances
 (:mod:`mdsd_ot.lossless.family`) and reports, per instance, :math:`\max_i |\text{law}_i - p_i|`,
-the acceptance against α* of the law (``mdsd_ot.solve(p, law, method="subset-exact")``) and a
+the acceptance against α* of the law (``mdsd_ot.solve(p, law, method="subset-exact")``; ``"reduced"``
+above V = 16) and a
 verdict; the worst instance is a replayable JSON witness (:func:`replay`).
 
 Tolerances: with rational inputs and rational coins everything is exact and a verdict compares
@@ -22,7 +23,7 @@ import numpy as np
 
 from .. import drafts as _drafts
 from ..drafts import DraftLaw
-from ._common import DraftFactory, alpha_star_of, as_factory, num
+from ._common import EXACT_ALPHA_MAX_V, DraftFactory, alpha_star_of, as_factory, num
 from .coins import MAX_DEPTH, MAX_PATHS
 from .exact import ExactLaw, Verify, exact_law
 from .family import Instance, instance_family
@@ -170,14 +171,15 @@ def _check_one(
     inst: Instance,
     factory: Callable[[Sequence[Any], int], DraftLaw],
     tol: float,
-    alpha_method: str,
+    alpha_method: str | None,
     limits: dict[str, int],
 ) -> InstanceCheck:
     try:
         draft = factory(list(inst.q), inst.n)
     except ValueError as exc:
         return InstanceCheck(inst, "skipped", (f"draft law undefined: {exc}",))
-    alpha = alpha_star_of(list(inst.p), draft, alpha_method)
+    method = alpha_method or ("subset-exact" if draft.V <= EXACT_ALPHA_MAX_V else "reduced")
+    alpha = alpha_star_of(list(inst.p), draft, method)
     try:
         r = exact_law(verify, list(inst.p), draft, **limits)
     except Exception as exc:  # noqa: BLE001 - any exception of the verifier is its failure
@@ -218,7 +220,7 @@ def check_exact(
     seed: int = 0,
     exact: bool = True,
     tol: float = FLOAT_TOL,
-    alpha_method: str = "subset-exact",
+    alpha_method: str | None = None,
     max_paths: int = MAX_PATHS,
     max_depth: int = MAX_DEPTH,
 ) -> ExactReport:
@@ -244,8 +246,11 @@ def check_exact(
     tol : float
         Tolerance on the law error and the acceptance excess when the arithmetic is in floats
         (exact results compare exactly).
-    alpha_method : str
-        The :func:`mdsd_ot.solve` method for α* (``"subset-exact"``: exact, small V).
+    alpha_method : str, optional
+        The :func:`mdsd_ot.solve` method for α*; default ``"subset-exact"`` up to
+        V = :data:`~mdsd_ot.lossless._common.EXACT_ALPHA_MAX_V` (16), ``"reduced"`` above (the
+        set-reduced max-flow: exact in Fractions too, where subset selection over 2^V sets
+        refuses).
 
     Returns
     -------

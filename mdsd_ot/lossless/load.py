@@ -67,6 +67,10 @@ def load_function(spec_text: str) -> Callable[..., Any]:
                 f"MODULE:FUNCTION: cannot import module {mod_text!r} ({exc}); give an importable "
                 "module name or a path to a .py file"
             ) from exc
+        except Exception as exc:  # noqa: BLE001 - the module's own code failed on import
+            raise ValueError(
+                f"MODULE:FUNCTION: importing module {mod_text!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
     obj: Any = mod
     for part in func_text.split("."):
         if not hasattr(obj, part):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..drafts import DraftLaw, Vector
 from . import stats
-from ._common import accepted_flags, alpha_star_of, q_of
+from ._common import EXACT_ALPHA_MAX_V, accepted_flags, alpha_star_of, q_of
 
 __all__ = [
     "SamplerCheck",
@@ -32,8 +32,6 @@ __all__ = [
     "EXACT_ALPHA_MAX_V",
 ]
 
-#: α* is computed with ``subset-exact`` up to this vocabulary size, with ``auto`` above.
-EXACT_ALPHA_MAX_V = 16
 
 Sampler = Callable[[Any, Any, Any, np.random.Generator], tuple[Any, Any]]
 
@@ -64,6 +62,10 @@ class SamplerCheck:
         Output counts.
     tv_hat : float
         The plug-in TV :math:`\\frac12 \\sum_i |c_i / N - p_i|` (biased upwards, for reading).
+    inconsistent : int
+        Outputs flagged ``accepted`` that are not one of their drafts.
+    impossible : int
+        Outputs of a token with p = 0: a certain counterexample, failed whatever the tests say.
     """
 
     passed: bool
@@ -80,6 +82,7 @@ class SamplerCheck:
     inconsistent: int
     seed: Any = None
     reasons: tuple[str, ...] = ()
+    impossible: int = 0
 
     def row(self) -> dict[str, Any]:
         t = self.tests
@@ -88,6 +91,7 @@ class SamplerCheck:
             "reasons": list(self.reasons),
             "p_value": self.p_value,
             "tv_hat": self.tv_hat,
+            "impossible": self.impossible,
             "acceptance": self.acceptance,
             "in_drafts": self.in_drafts,
             "alpha_star": float(self.alpha_star),
@@ -128,6 +132,20 @@ def _batch_hint(batch: bool) -> str:
     )
 
 
+def _host(x: Any) -> Any:
+    """``x`` with torch tensors (any device, any ``requires_grad``) moved to numpy: a tensor,
+    or a list of them (one per call in single mode)."""
+
+    def one(v: Any) -> Any:
+        if hasattr(v, "detach") and hasattr(v, "cpu") and hasattr(v, "numpy"):
+            return v.detach().cpu().numpy()
+        return v
+
+    if isinstance(x, list | tuple):
+        return [one(v) for v in x]
+    return one(x)
+
+
 def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
     try:
         if batch:
@@ -139,7 +157,15 @@ def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):
         raise SamplerTypeError(f"the sampler raised TypeError: {exc}{_batch_hint(batch)}") from exc
     except Exception as exc:  # noqa: BLE001 - any exception of the sampler is its failure
         raise SamplerError(f"the sampler raised {type(exc).__name__}: {exc}") from exc
-    tok, flags = np.asarray(tok), accepted_flags(acc)
+    try:  # torch tensors on any device, with grad or not; ragged output is not pairs
+        tok, acc = _host(tok), _host(acc)
+        tok = np.asarray(tok)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise SamplerError(
+            f"the sampler returned something numpy cannot read as {len(t)} (token, accepted) "
+            f"pairs ({type(exc).__name__}: {exc})"
+        ) from exc
+    flags = accepted_flags(acc)
     acc = np.asarray(acc, dtype=object) if flags is None else flags
     if tok.shape != (len(t),) or acc.shape != (len(t),):
         hint = ""
@@ -273,6 +299,7 @@ def check_sampler(
         counts, pf, stats.acceptance_p_value(int(in_d.sum()), N, float(alpha)), min_expected
     )
     inconsistent = int((acc & ~in_d).sum())
+    impossible = int(counts[pf == 0].sum())
     reasons = []
     if tt.p_value <= a:
         parts = [
@@ -284,6 +311,8 @@ def check_sampler(
         reasons.append(f"{worst[0]} rejects (p = {worst[1]:.3g}, combined {tt.p_value:.3g})")
     if inconsistent:
         reasons.append(f"accepted {inconsistent} token(s) that are not drafts")
+    if impossible:  # certain: p gives these tokens probability 0
+        reasons.append(f"output {impossible} token(s) of probability 0 under p")
     delta_hat = stats.detectable_tv(pf, N, a, probability, min_expected)
     return SamplerCheck(
         passed=not reasons,
@@ -300,4 +329,5 @@ def check_sampler(
         inconsistent=inconsistent,
         seed=seed,
         reasons=tuple(reasons),
+        impossible=impossible,
     )

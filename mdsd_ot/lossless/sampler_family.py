@@ -159,6 +159,8 @@ def check_sampler_family(
         reasons = [f"rejected by Holm at family level {level:g} (p = {c.p_value:.3g})"] if r else []
         if c.inconsistent:
             reasons.append(f"accepted {c.inconsistent} token(s) that are not drafts")
+        if c.impossible:
+            reasons.append(f"output {c.impossible} token(s) of probability 0 under p")
         checks[k] = replace(c, passed=not reasons, reasons=tuple(reasons))
     meta = {"vocab": vocab, "n": n, "samples": samples, "delta": delta, "batch": batch}
     return SamplerReport(tuple(insts), tuple(checks), tuple(laws), level, seed, meta)

@@ -341,6 +341,11 @@ class PowerStatement:
     probability: float = POWER
 
     def __str__(self) -> str:
+        if not np.isfinite(self.delta):  # too few samples for any error (delta = inf)
+            return (
+                f"with {self.samples:,} samples no total-variation error is detected with "
+                f"probability >= {self.probability:g} at level {self.level:.3g}; take more samples"
+            )
         return (
             f"with {self.samples:,} samples this detects a total-variation error >= "
             f"{self.delta:.3g} with probability >= {self.probability:g} at level {self.level:.3g}"
@@ -350,7 +355,7 @@ class PowerStatement:
         return {
             "samples": self.samples,
             "level": self.level,
-            "delta": self.delta,
+            "delta": self.delta if np.isfinite(self.delta) else None,
             "probability": self.probability,
             "statement": str(self),
         }

@@ -188,3 +188,35 @@ def test_a_sampler_typeerror_gets_the_batch_hint(app, tmp_path):
     assert r.exit_code == 1 and "FAIL: the sampler raised TypeError" in r.output
     assert "drop batch=True (mdsd-ot lossless --batch)" in r.output
     assert "TypeError" not in _run(app, f"{f}:one", *args).output
+
+
+def test_a_module_that_raises_on_import_exits_2(app, tmp_path, monkeypatch):
+    """By module name as by file path: the module's own error, named, exit 2 (it was an
+    'internal error', exit 3, by module name)."""
+    (tmp_path / "raises_on_import.py").write_text("raise RuntimeError('no GPU here')\n")
+    (tmp_path / "bad_syntax.py").write_text("def f(:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec in ("raises_on_import:f", str(tmp_path / "raises_on_import.py") + ":f"):
+        r = _run(app, spec)
+        assert r.exit_code == 2, r.output
+        assert "raised RuntimeError: no GPU here" in r.output
+    r = _run(app, "bad_syntax:f")
+    assert r.exit_code == 2 and "raised SyntaxError" in r.output, r.output
+
+
+def test_exact_mode_above_v16_uses_an_exact_alpha_star(app):
+    """--vocab 17-64 in exact mode: α* by the set-reduced max-flow in Fractions (subset
+    selection refuses V > 16; every such run used to exit 2)."""
+    r = _run(app, OK, "-n", "1", "--vocab", "17", "--instances", "2", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["passed"] and all(i["verdict"] == "pass" for i in data["instances"])
+
+
+def test_json_is_strict_when_the_power_is_nil(app):
+    """One sample detects nothing: delta is inf, written as null (Infinity is not JSON)."""
+    r = _run(app, OK, "--vocab", "3", "--samples", "1", "--instances", "1", "--json")
+    assert "Infinity" not in r.output and "NaN" not in r.output
+    data = json.loads(r.output)
+    power = data["instances"][0]["power"]
+    assert power["delta"] is None and "no total-variation error is detected" in power["statement"]

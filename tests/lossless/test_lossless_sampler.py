@@ -201,3 +201,43 @@ def test_a_sampler_typeerror_names_batch_either_way():
     with pytest.raises(SamplerError, match="KeyError") as info:
         check_sampler(crash, [0.5, 0.3, 0.2], law, samples=50)
     assert not isinstance(info.value, TypeError)
+
+
+def test_an_output_of_probability_zero_fails_whatever_the_tests_say():
+    """A token of p = 0 in the output is a certain counterexample: with 2 such outputs in
+    10,000 the pool test alone may pass (its mass is shared with a token of p = 1e-4)."""
+    law = WithReplacement([0.25, 0.25, 0.25, 0.25], 1)
+    p = [0.5, 0.4999, 0.0001, 0.0]
+
+    def leaky(p_, q, d, rng):
+        u = rng.random(len(d))
+        tok = np.where(u < 2e-4, 3, np.where(u < 0.5001, 0, 1))
+        return tok, np.zeros(len(d), bool)
+
+    r = check_sampler(leaky, p, law, 10_000, batch=True, seed=1)
+    assert not r.passed and r.impossible == int(r.counts[3]) > 0
+    assert any("probability 0 under p" in x for x in r.reasons)
+    assert r.row()["impossible"] == r.impossible
+
+
+def test_tensor_and_ragged_outputs():
+    """Torch tensors (with grad, or as a list of 0-d tensors) are read through the host; a
+    ragged output is a SamplerError naming the pairs, not a numpy error."""
+    torch = pytest.importorskip("torch")
+    law = WithReplacement([0.5, 0.5], 1)
+
+    def batched(p, q, d, rng):
+        x = torch.tensor(d[:, 0], dtype=torch.float64, requires_grad=True)
+        return (x * 1.0).long(), torch.ones(len(d), dtype=torch.bool)
+
+    def single(p, q, d, rng):
+        return torch.tensor(d[0]), torch.tensor(True)
+
+    assert check_sampler(batched, [0.5, 0.5], law, 500, batch=True).passed
+    assert check_sampler(single, [0.5, 0.5], law, 500).passed
+
+    def ragged(p, q, d, rng):
+        return ([0] if d[0] == 0 else d[0]), True
+
+    with pytest.raises(SamplerError, match=r"numpy cannot read as 50 \(token, accepted\) pairs"):
+        check_sampler(ragged, [0.5, 0.5], law, 50)
