@@ -33,7 +33,7 @@ import numpy as np
 from . import _validate as V_
 from .io import make_metadata, warp, write_shard
 
-__all__ = ["collect", "read_prompts", "check_causal", "check_vocabularies"]
+__all__ = ["collect", "read_prompts", "check_causal", "check_vocabularies", "context_length"]
 
 _HINT = "pip install 'mdsd-ot[hf]'"
 
@@ -177,6 +177,33 @@ def _check_out(out: Path) -> None:
         raise ValueError(f"--out: directory {out.parent} does not exist; create it first")
 
 
+def context_length(model: Any) -> int | None:
+    """The longest sequence the model's config declares (``max_position_embeddings``, or GPT-2's
+    ``n_positions``); None when it declares none."""
+    cfg = getattr(model, "config", None)
+    for key in ("max_position_embeddings", "n_positions", "n_ctx"):
+        v = getattr(cfg, key, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def _check_context(ids: list[list[int]], max_new_tokens: int, models: Any) -> None:
+    """Refuse, before any forward pass, a prompt that with ``max_new_tokens`` tokens would run
+    past a model's context (its position embeddings would be indexed out of range)."""
+    k = max(range(len(ids)), key=lambda i: len(ids[i]))
+    need = len(ids[k]) + max_new_tokens
+    for path, model in models:
+        limit = context_length(model)
+        if limit is not None and need > limit:
+            raise ValueError(
+                f"--max-new-tokens: prompt {k + 1} has {len(ids[k])} tokens, and with "
+                f"{max_new_tokens} new ones the sequence reaches {need} positions, beyond the "
+                f"{limit} of {path}; lower --max-new-tokens to at most {limit - len(ids[k])} "
+                "or shorten the prompt"
+            )
+
+
 def collect(
     target: str | os.PathLike,
     draft: str | os.PathLike,
@@ -253,6 +280,7 @@ def collect(
     for k, x in enumerate(ids):
         if not x:
             raise ValueError(f"prompts: prompt {k + 1} is empty after tokenization")
+    _check_context(ids, int(max_new_tokens), ((tpath, tmodel), (dpath, dmodel)))
     meta = make_metadata(
         str(tpath), str(dpath), temperature=temperature, top_k=top_k, top_p=top_p, vocab_size=V
     )

@@ -22,7 +22,7 @@ from typing import Annotated
 import typer
 
 from ._bounds import MAX_BATCH, MAX_TOKENS, check_float, check_int, check_seed
-from ._common import JsonOption, SeedOption, cli_command
+from ._common import JsonOption, SeedOption, cli_command, option_names
 from ._files import check_input_file, check_output_dir
 from .report import progress_bar
 
@@ -79,7 +79,10 @@ def register(app: typer.Typer) -> None:
         check_output_dir(out, "--out")
         check_input_file(Path(prompts), "--prompts")
         texts = read_prompts(prompts)
-        with progress_bar(len(texts) * max(max_new_tokens, 0), as_json, unit="tokens") as adv:
+        with (
+            option_names(device="--device", prompts="--prompts"),
+            progress_bar(len(texts) * max(max_new_tokens, 0), as_json, unit="tokens") as adv,
+        ):
             summary = collect(
                 target, draft, texts, max_new_tokens=max_new_tokens, temperature=temperature,
                 top_k=top_k, top_p=top_p, seed=seed, out=out, batch_size=batch_size,

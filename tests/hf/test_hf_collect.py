@@ -224,3 +224,23 @@ def test_cli_bad_input_exits_2(pair, tmp_path):
     r = runner.invoke(app, [*base, str(tmp_path / "o"), "--prompts", str(prompts), "--top-p", "0"])
     assert r.exit_code == 2 and "--top-p" in r.output
     assert not (tmp_path / "o").exists()
+
+
+def test_a_run_past_the_context_is_refused_before_any_pass(pair, tmp_path):
+    """Both tiny models hold 64 positions: a prompt of 5 tokens with 80 new ones would index
+    the position embeddings out of range (an IndexError, exit 3, in the middle of the run)."""
+    assert hf.context_length(torch.nn.Module()) is None  # no config: no limit known
+    with pytest.raises(ValueError, match=r"^--max-new-tokens: prompt 3 has 5 tokens, .* 85 "
+                       r"positions, beyond the 64 of .*target; lower --max-new-tokens to at most 59"):  # fmt: skip
+        hf.collect(*pair, PROMPTS, out=tmp_path / "o", max_new_tokens=80)
+    assert not (tmp_path / "o").exists()
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("\n".join(PROMPTS) + "\n")
+    r = CliRunner().invoke(app, ["collect", "--target", str(pair[0]), "--draft", str(pair[1]),
+                                 "--out", str(tmp_path / "o"), "--prompts", str(prompts),
+                                 "--max-new-tokens", "80"])  # fmt: skip
+    assert r.exit_code == 2 and "--max-new-tokens: prompt 3" in r.output, r.output
+    r = CliRunner().invoke(app, ["collect", "--target", str(pair[0]), "--draft", str(pair[1]),
+                                 "--out", str(tmp_path / "o"), "--prompts", str(prompts),
+                                 "--device", "cuda:7"])  # fmt: skip
+    assert r.exit_code == 2 and "--device" in r.output, r.output
