@@ -188,9 +188,15 @@ def _settings(meta: Mapping[str, str], where: str) -> tuple[float, int, float, i
 
 def _integers(x: Any, name: str) -> np.ndarray:
     """``x`` as int64, refusing values that are not whole numbers (2.7 would be stored as 2)."""
-    a = np.asarray(x)
+    a = _host(x, name)
     if a.dtype.kind in "iub":
+        if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+            raise ValueError(
+                f"{name}: id {int(a.max())} does not fit the stored int64; ids lie below 2^63"
+            )
         return a.astype(np.int64)
+    if a.dtype.kind == "f" and a.size and np.all(np.isfinite(a)) and np.abs(a).max() >= 2.0**63:
+        raise ValueError(f"{name}: id {float(np.abs(a).max())!r} does not fit the stored int64")
     if a.dtype.kind != "f" or not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
         v = a.ravel()
         odd = v[~(np.isfinite(v) & (v == np.round(v)))] if v.dtype.kind == "f" else v
@@ -200,6 +206,23 @@ def _integers(x: Any, name: str) -> np.ndarray:
             "(token, position and sequence are ids)"
         )
     return a.astype(np.int64)
+
+
+def _host(x: Any, key: str) -> np.ndarray:
+    """``x`` as a numpy array; a torch tensor (any device) through the host.  bfloat16 logits
+    become float32 (exactly); bfloat16 probabilities are refused like float16 (:func:`write_shard`)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "numpy"):
+        t = x.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            if key.startswith("logits"):
+                t = t.float()
+            else:
+                raise ValueError(
+                    f"{key}: bfloat16 rows cannot meet the sum check of a stored shard; store "
+                    f"float32 or float64 ({key}.float()), normalised after the cast"
+                )
+        return t.numpy()
+    return np.asarray(x)
 
 
 def write_shard(
@@ -232,9 +255,14 @@ def write_shard(
         raise ValueError(f"path: directory {path.parent} does not exist; create it first")
     if path.exists() and not overwrite:
         raise ValueError(f"path: {path} exists; remove it or pass overwrite=True")
+    if not isinstance(metadata, Mapping):
+        raise ValueError(
+            f"metadata: give the shard's metadata (mdsd_ot.io.make_metadata(...)), got "
+            f"{type(metadata).__name__}"
+        )
     tensors: dict[str, np.ndarray] = {}
     for key, x in (("p", p), ("q", q)):
-        a = np.asarray(x)
+        a = _host(x, key)
         if a.dtype.kind not in "fiu":  # complex, bool, strings, objects: no probabilities
             raise ValueError(
                 f"{key}: an array of dtype {a.dtype}; give real probabilities (float32 or float64)"
@@ -249,7 +277,7 @@ def write_shard(
         tensors[key] = np.ascontiguousarray(a)
     for key, x in (("logits_p", logits_p), ("logits_q", logits_q)):
         if x is not None:
-            tensors[key] = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+            tensors[key] = np.ascontiguousarray(np.asarray(_host(x, key), dtype=np.float32))
     for key, x in (("token", token), ("position", position), ("sequence", sequence)):
         if x is not None:
             tensors[key] = np.ascontiguousarray(_integers(x, key))

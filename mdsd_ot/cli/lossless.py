@@ -140,8 +140,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         seed: SeedOption = 0,
         level: Annotated[
-            float, typer.Option("--level", help="Family-wise level (statistical mode).")
-        ] = 1e-3,
+            float | None,
+            typer.Option("--level", help="Family-wise level (statistical mode; default 1e-3)."),
+        ] = None,
         batch: Annotated[
             bool,
             typer.Option("--batch", help="The sampler takes an (N, n) array of draft tuples."),
@@ -154,6 +155,7 @@ def register(app: typer.Typer) -> None:
 
         if exact and samples is not None:
             raise ValueError("--exact, --samples: choose one mode (exact enumeration or N samples)")
+
         check_drafts_option(n)
         nn = 2 if n is None else n
         check_int(instances, "--instances", 1, MAX_TRIALS)
@@ -161,7 +163,16 @@ def register(app: typer.Typer) -> None:
         if samples is not None:
             check_int(samples, "--samples", 1, MAX_SAMPLES)
         check_seed(seed)
-        check_float(level, "--level", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        if level is not None:
+            check_float(level, "--level", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        if samples is None and (batch or level is not None):
+            which = "--batch" if batch else "--level"
+            raise ValueError(
+                f"{which}: applies to statistical mode; add --samples N, or drop {which} (exact "
+                "mode enumerates every coin path of verify(p, q, drafts, coins), one tuple at a "
+                "time, and compares exactly)"
+            )
+        level = 1e-3 if level is None else level
         if out is not None:
             check_output_file(out, "--out", (".json",))
         func = load_function(function)

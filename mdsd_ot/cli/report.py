@@ -33,7 +33,14 @@ from ._bounds import (
     check_int,
     check_seed,
 )
-from ._common import JsonOption, SamplesOption, SeedOption, cli_command, option_os_errors
+from ._common import (
+    JsonOption,
+    SamplesOption,
+    SeedOption,
+    cli_command,
+    option_names,
+    option_os_errors,
+)
 from ._files import check_output_dir, check_output_file, write_text
 
 __all__ = ["register", "print_table", "parse_list", "parse_ns", "progress_bar"]
@@ -279,7 +286,8 @@ def register(app: typer.Typer) -> None:
             if demo:
                 from ..reports.demo import demo_shards
 
-                demo_shards(tmp, positions=positions)
+                with option_names(positions="--positions"):
+                    demo_shards(tmp, positions=positions)
                 source = tmp
             from ..io import shard_files
 

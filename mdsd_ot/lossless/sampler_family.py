@@ -58,7 +58,9 @@ class SamplerReport:
         inst, c = self.instances[k], self.checks[k]
         head = {"instance": inst.index, "kind": inst.kind, "V": inst.V, "n": inst.n}
         if c is None:
-            return {**head, "verdict": "skipped", "reasons": ["draft law undefined"]}
+            why = self.meta.get("undefined", {}).get(k)
+            reason = f"draft law undefined: {why}" if why else "draft law undefined"
+            return {**head, "verdict": "skipped", "reasons": [reason]}
         return {**head, **c.row()}
 
     @property
@@ -129,11 +131,13 @@ def check_sampler_family(
         else list(instances)
     )
     laws: list[DraftLaw | None] = []
-    for inst in insts:
+    undefined: dict[int, str] = {}  # instance position -> why its law is undefined
+    for k, inst in enumerate(insts):
         try:
             laws.append(factory(list(inst.q), inst.n))
-        except ValueError:
+        except ValueError as exc:
             laws.append(None)
+            undefined[k] = str(exc)
     m = max(1, sum(d is not None for d in laws))
     checks: list[SamplerCheck | None] = [
         None
@@ -162,7 +166,8 @@ def check_sampler_family(
         if c.impossible:
             reasons.append(f"output {c.impossible} token(s) of probability 0 under p")
         checks[k] = replace(c, passed=not reasons, reasons=tuple(reasons))
-    meta = {"vocab": vocab, "n": n, "samples": samples, "delta": delta, "batch": batch}
+    meta = {"vocab": vocab, "n": n, "samples": samples, "delta": delta, "batch": batch,
+            "undefined": undefined}  # fmt: skip
     return SamplerReport(tuple(insts), tuple(checks), tuple(laws), level, seed, meta)
 
 

@@ -244,3 +244,5 @@ def test_positions_without_demo_and_an_empty_p_are_refused(tmp_path):
     assert r.exit_code == 2 and "--positions: sets the size of the --demo study" in r.output
     r = runner.invoke(app, ["solve", "--p", "", "--q", "0.5,0.5"])
     assert r.exit_code == 2 and "--p: empty" in r.output
+    r = runner.invoke(app, ["report", "--demo", "--positions", "10000000"])
+    assert r.exit_code == 2 and "error: --positions: at most" in r.output, r.output

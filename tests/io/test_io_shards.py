@@ -103,6 +103,29 @@ def test_write_refuses_complex_and_float16(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_write_takes_torch_tensors_and_refuses_bfloat16_rows_and_missing_metadata(tmp_path):
+    """Tensors go through the host; bfloat16 rows are refused like float16 and bfloat16 logits
+    stored as float32 (they were a TypeError of numpy); metadata=None is a ValueError."""
+    torch = pytest.importorskip("torch")
+    P, Q = _rows()
+    with pytest.raises(ValueError, match=r"^p: bfloat16 rows .*\(p.float\(\)\)"):
+        sio.write_shard(tmp_path / "b.npz", torch.from_numpy(P).bfloat16(), Q, metadata=META)
+    with pytest.raises(ValueError, match=r"^metadata: give the shard's metadata .* got NoneType"):
+        sio.write_shard(tmp_path / "m.npz", P, Q, metadata=None)
+    assert list(tmp_path.iterdir()) == []
+    for big in (np.array([2**63 + 1] * len(P), dtype=np.uint64), np.full(len(P), 1e19)):
+        with pytest.raises(ValueError, match=r"^token: id .* does not fit the stored int64"):
+            sio.write_shard(tmp_path / "i.npz", P, Q, metadata=META, token=big)
+    L = torch.randn(*P.shape).bfloat16()
+    f = sio.write_shard(
+        tmp_path / "t.safetensors", torch.from_numpy(P), torch.from_numpy(Q), metadata=META,
+        logits_p=L, logits_q=L,
+    )  # fmt: skip
+    rows = sio.Shard(f).rows(0, len(P))
+    assert np.max(np.abs(rows["p"] - P)) <= 1e-15  # renormalised on reading: rounding only
+    assert np.array_equal(rows["logits_p"], L.float().numpy())
+
+
 # -- bad shards, written directly (the writer refuses them) ------------------------------------
 
 

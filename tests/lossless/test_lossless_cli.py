@@ -110,6 +110,12 @@ def test_crashing_sampler_exits_1(app, tmp_path):
         ([OK, "-n", "0"], "-n"),
         ([OK, "--instances", "0"], "--instances"),
         ([OK, "--scheme", "without", "-n", "5", "--vocab", "4"], "undefined on every instance"),
+        (
+            [OK, "--scheme", "without", "-n", "5", "--vocab", "4", "--samples", "10"],
+            "draft law undefined: q: the without scheme draws n=5 distinct tokens",
+        ),
+        ([OK, "--batch"], "--batch: applies to statistical mode; add --samples N"),
+        ([OK, "--level", "0.01"], "--level: applies to statistical mode; add --samples N"),
     ],
 )
 def test_bad_usage_exits_2(app, args, message):
