@@ -89,9 +89,13 @@ def warp(logits: Any, temperature: float, top_k: int = 0, top_p: float = 1.0) ->
        K = \{i : z_i \ge z_{(k)}\} \cap \{i : \textstyle\sum_{j \prec i} \pi_j < \text{top\_p}\}
 
     where :math:`z_{(k)}` is the k-th largest logit (ties kept; ``top_k = 0`` is off), ``≺``
-    orders tokens by decreasing :math:`\pi = \mathrm{softmax}` of the top-k logits, and the most
-    likely token is always kept (``top_p = 1`` is off).  This is the order and the rule of
-    Hugging Face's temperature, top-k and top-p warpers.
+    orders tokens by decreasing :math:`\pi = \mathrm{softmax}` of the top-k logits (equal π:
+    the lower index first), and the most likely token is always kept (``top_p = 1`` is off).
+    This is the order and the rule of Hugging Face's temperature, top-k and top-p warpers,
+    except where tokens of equal π straddle the top-p cut: Hugging Face's warper takes their
+    order from ``torch.sort``, which is not stable (on the CPU, 4 equal logits come out in
+    index order and 40 in reverse), so which of them it keeps depends on the row's length;
+    here the lower indices are kept, whatever the length.
 
     Examples
     --------
@@ -99,6 +103,8 @@ def warp(logits: Any, temperature: float, top_k: int = 0, top_p: float = 1.0) ->
     array([0.    , 0.2689, 0.7311])
     >>> warp([0.0, 1.0, 2.0], 1.0, top_p=0.5).tolist()
     [0.0, 0.0, 1.0]
+    >>> warp([0.0, 0.0, 0.0, 0.0], 1.0, top_p=0.5).tolist()  # a tie at the cut: lower indices
+    [0.5, 0.5, 0.0, 0.0]
     """
     t = float(temperature)
     if not np.isfinite(t) or t <= 0:
