@@ -129,3 +129,68 @@ def test_typical_rows_keep_the_fast_law():
     plan = ChainOptimal(d).plan(p, d)
     assert plan.law_error <= KERNEL_LAW_TOL and "kernel_law" not in plan.info and plan.T is None
     assert abs(plan.acceptance - float(fast.alpha_star(p, d))) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    "p, q",
+    [
+        ([0.7, 0.3], [1.0, 1e-310]),  # every tuple is (0, 1): α* = 1
+        ([0.197, 0.803], [1.0, 5e-324]),
+        ([0.15, 0.766, 0.084], [1.0, 1.4e-314, 1.4e-309]),
+    ],
+)
+def test_subnormal_masses_fall_back_to_top_on_every_route(p, q):
+    """Subnormal q beside a token of q ≈ 1: 2e_2 is subnormal, the kernel's law is lost (bound
+    inf) and the output was off p (token 0 never output, or (0.49, 0.51) for (0.7, 0.3)).  The
+    one-position plan now gives way to ``top`` (lossless, its ε reported), and the batched
+    device route draws such rows with that plan.  Tolerance: 4 standard errors per token."""
+    torch = pytest.importorskip("torch")
+    law = drafts.ConditionalPoisson(q, 2)
+    v = ChainOptimal(law)
+    cert = v.certificate(np.array(p))
+    assert cert["construction"] == "top" and cert["law_error"] <= 1e-12
+    assert cert["acceptance"] <= cert["alpha_star"] + 1e-12
+    g = np.random.default_rng(11)
+    N = 40_000
+    t = sample_drafts(law, g, N)
+    P, Q, T1 = np.array([p]), np.array([q]), t[None, :, :]  # one row, N tuples: (1, N, 2)
+    routes = {
+        "sample": v.sample(np.array(p), t, g)[0],
+        "rows, numpy": v.sample_rows(P, Q, T1, g)[0],
+        "rows, torch": v.sample_rows(torch.tensor(P), torch.tensor(Q), torch.tensor(T1), 5)[0],
+    }
+    for name, out in routes.items():
+        freq = np.bincount(np.asarray(out).ravel(), minlength=len(p)) / N
+        se = np.sqrt(np.array(p) * (1 - np.array(p)) / N)
+        assert np.all(np.abs(freq - p) <= 4 * se + 1e-12), (name, freq)
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+
+    P3, Q3 = np.tile(p, (3, 1)), np.tile(q, (3, 1))
+    _, _, plans = verify_rows(torch.tensor(P3), torch.tensor(Q3), 2, torch.tensor(t[:3]), 0,
+                              construction="cp2", return_plans=True)  # fmt: skip
+    assert float(plans.law_error.max()) <= KERNEL_LAW_TOL
+    assert np.allclose(plans.alpha.numpy(), cert["acceptance"], rtol=0, atol=1e-15)
+
+
+def test_device_route_certifies_rows_near_a_point_mass():
+    """The batched route's a-priori bound divides by 2e_2: rows within ~1e-3 of a point mass
+    exceed KERNEL_LAW_TOL there, and are now drawn by the one-position plan (its kernel law):
+    every row's reported bound is within the tolerance, and its acceptance that plan's."""
+    torch = pytest.importorskip("torch")
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+    from mdsd_ot.verifiers.chain.plan import build_plan
+
+    g = np.random.default_rng(3)
+    P = g.dirichlet(np.ones(50), size=4)
+    Q = g.dirichlet(np.ones(50), size=4)
+    Q[1] = np.full(50, 1e-9 / 49)
+    Q[1, 7] = 1.0 - 1e-9  # 2e_2 ≈ 2e-9: the a-priori bound is ≈ 0.6
+    Q /= Q.sum(axis=1, keepdims=True)
+    t = np.array([[7, 3], [7, 3], [7, 3], [7, 3]])
+    _, _, plans = verify_rows(torch.tensor(P), torch.tensor(Q), 2, torch.tensor(t), 0,
+                              construction="cp2", return_plans=True)  # fmt: skip
+    err = plans.law_error.numpy()
+    assert np.all(err <= KERNEL_LAW_TOL), err
+    ref = build_plan(P[1], Q[1], 2, "cp2")
+    assert ref.info.get("kernel_law")  # rows renormalised on the device: rounding apart
+    assert abs(float(plans.alpha[1]) - ref.acceptance) <= 1e-12

@@ -170,4 +170,53 @@ def verify_rows(
         check_distinct_tokens(t, "ConditionalPoisson")
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
     out, accepted = sample_relabel_rows(plans, t, rng)
+    if construction == "cp2":
+        _near_point_mass_rows(plans, P2, Q2, t, rng, out, accepted)
     return (out, accepted, plans) if return_plans else (out, accepted)
+
+
+def _near_point_mass_rows(plans: RowPlans, P: Any, Q: Any, t: Any, rng: Any, out: Any, acc: Any):
+    r"""The ``cp2`` rows whose a-priori law bound exceeds
+    :data:`~.cp2.KERNEL_LAW_TOL` (q within about 1e-3 of a point mass, where the bound divides
+    by :math:`2e_2`; subnormal masses beside a token of q ≈ 1 made it infinite and the output
+    law wrong): drawn again on the host by the one-position plan, which computes the rounded
+    kernel's own law, or gives way to ``top`` where that law is lost
+    (:func:`~.plan.build_plan`); ``out``, ``acc`` and the plans' ``alpha`` and ``law_error``
+    are overwritten there.  One host synchronisation; nothing else when no row is such."""
+    from .cp2 import KERNEL_LAW_TOL
+    from .plan import build_plan
+    from .sample import sample_plan
+
+    xp = bk.namespace(plans.law_error)
+    bad = xp.logical_not(plans.law_error <= KERNEL_LAW_TOL)  # NaN: not certified either
+    (flags,) = bk.to_host(bad)
+    rows = np.flatnonzero(flags)
+    if len(rows) == 0:
+        return
+    sel = xp.asarray(rows, device=getattr(P, "device", None))
+    Ph, Qh, th = (
+        np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
+        for x in (P[sel], Q[sel], t[sel])
+    )
+    if isinstance(rng, np.random.Generator):
+        g = rng
+    elif hasattr(rng, "device") and hasattr(rng, "manual_seed"):  # a torch.Generator
+        import torch
+
+        g = np.random.default_rng(
+            int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
+        )
+    else:  # a seed or None: a stream of its own, apart from the device draws' stream
+        g = np.random.default_rng(
+            np.random.SeedSequence(rng).spawn(1)[0] if rng is not None else None
+        )
+    o = np.empty(th.shape[:-1], dtype=np.int64)  # the bad rows only, in order
+    alpha, err = np.empty(len(rows)), np.empty(len(rows))
+    for j in range(len(rows)):
+        plan = build_plan(Ph[j], Qh[j], 2, "cp2")
+        o[j] = sample_plan(plan, th[j].reshape(-1, 2), g).reshape(th.shape[1:-1])
+        alpha[j], err[j] = plan.acceptance, plan.law_error
+    new_acc = (th == o[..., None]).any(axis=-1)
+    for dst, values in ((out, o), (acc, new_acc), (plans.alpha, alpha), (plans.law_error, err)):
+        dev = getattr(dst, "device", None)
+        dst[xp.asarray(rows, device=dev)] = xp.asarray(values, dtype=dst.dtype, device=dev)
