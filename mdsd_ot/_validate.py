@@ -541,6 +541,25 @@ def check_n(n: Any, name: str = "n") -> int:
     return int(n)
 
 
+def check_count(x: Any, name: str = "size") -> int:
+    """Validate a number of samples: an integer ``>= 1`` (not a bool, a float or a string).
+
+    Examples
+    --------
+    >>> check_count(np.int64(5))
+    5
+    >>> check_count(2.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: size: the number of samples must be an integer >= 1, got 2.5
+    """
+    if isinstance(x, bool) or not isinstance(x, int | np.integer):
+        raise ValueError(f"{name}: the number of samples must be an integer >= 1, got {x!r}")
+    if x < 1:
+        raise ValueError(f"{name}: the number of samples must be >= 1, got {x}")
+    return int(x)
+
+
 def check_support(q: Sequence[Any] | np.ndarray, n: int, scheme: str, name: str = "q") -> None:
     """Check that ``q`` has at least ``n`` tokens of positive mass (distinct-token schemes)."""
     if isinstance(q, np.ndarray) and q.dtype != object:

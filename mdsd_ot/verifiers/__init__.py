@@ -83,7 +83,15 @@ def get(name: str, draft: DraftLaw | None = None, **options) -> Verifier:
     """
     if name not in _CLASSES:
         raise ValueError(f"name: unknown verifier {name!r}; choose one of {', '.join(NAMES)}")
-    return _CLASSES[name](draft, **options)
+    import inspect
+
+    cls = _CLASSES[name]
+    params = inspect.signature(cls.__init__).parameters
+    takes = [k for k, v in params.items() if v.kind is v.KEYWORD_ONLY]
+    if bad := [k for k in options if k not in takes]:
+        what = f"its options are {', '.join(takes)}" if takes else "it takes no options"
+        raise ValueError(f"{bad[0]}: the {name!r} verifier has no option {bad[0]!r}; {what}")
+    return cls(draft, **options)
 
 
 def applicable(draft: DraftLaw) -> list[str]:

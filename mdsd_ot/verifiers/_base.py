@@ -332,8 +332,9 @@ class Verifier:
         from ._draws import sample_drafts
 
         draft = self._law(None)
+        size = V_.check_count(size, "size")
         g = _rng(rng)
-        t = sample_drafts(draft, g, int(size))
+        t = sample_drafts(draft, g, size)
         _, acc = self.sample(p, t, g)
         a = float(acc.mean())
         return a, float(np.sqrt(max(a * (1 - a), 0.0) / max(len(acc), 1)))
@@ -433,6 +434,7 @@ class Verifier:
         r"""The verification rule :math:`\pi(\cdot \mid \bar i)` for one draft tuple (its support)."""
         draft = self._law(draft)
         pv = Vector(p, "p")
+        V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
         ex = (pv.rational and draft.rational) if exact is None else bool(exact)
         tup = tuple(int(i) for i in draft_tuple)  # checked before the (costly) plan
         if len(tup) != draft.n:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from ..drafts import Greedy, SpecHub, greedy_top
 from ._base import Verifier, add, inverse_cdf, zero_of
 
@@ -171,6 +172,7 @@ class SpecHubVerifier(_TopThenOne):
 
     def acceptance(self, p, q, n=2):
         r""":math:`p(a) + \sum_{x \ne a} \min(p(x), q'(x))`: the T9 formula with n = 2."""
+        n = V_.check_n(n)
         if n != 2:
             raise ValueError(f"n: SpecHub is defined for n = 2 drafts only, got n={n}")
         pv, qv, n = self._pq(p, q, n)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from ..drafts import DraftLaw
 from ._base import Verifier, add, inverse_cdf, pos_part_normalised
 
@@ -78,6 +79,7 @@ class Single(Verifier):
 
     def acceptance(self, p, q, n=1):
         r""":math:`\sum_x \min(p(x), q(x))` (n must be 1)."""
+        n = V_.check_n(n)
         if n != 1:
             raise ValueError(
                 f"n: the 'single' verifier is defined for n = 1 draft, got n = {n}; use "

@@ -608,3 +608,31 @@ def test_batched_plans_take_the_same_tie_order_and_n2_keeps_the_stable_one():
     assert one.order[-1] == 0  # the heavy token last in its tie
     two = build_plan(q, q, 2, "seq-swap")
     assert two.order[0] == 0  # n = 2: the stable order (token 0 first)
+
+
+def test_boundary_checks_of_the_verifier_api():
+    """Found by the review of 2026-12-06: ``conditional`` took a p of another length (rrs-with
+    answered {0: 1.0}); ``simulate`` took sizes 0, 2.5 and "10"; an unknown option was a bare
+    TypeError; a string n read "defined for n = 1 draft, got n = 1"."""
+    from mdsd_ot import drafts
+
+    law = WithReplacement([0.5, 0.3, 0.2], 2)
+    for name in ("rrs-with", "k-seq", "optimal"):
+        with pytest.raises(ValueError, match=r"has length 3 but p has length 2"):
+            verifiers.get(name, law).conditional([0.5, 0.5], (0, 2))
+    for name, d in (("greedy", drafts.Greedy([0.5, 0.3, 0.2], 2)),
+                    ("spechub", drafts.SpecHub([0.5, 0.3, 0.2], 2))):  # fmt: skip
+        with pytest.raises(ValueError, match=r"has length 3 but p has length 2"):
+            verifiers.get(name, d).conditional([0.5, 0.5], (0, 1))
+    v = verifiers.get("rrs-with", law)
+    for bad in (0, -1, 2.5, "10", None, True):
+        with pytest.raises(ValueError, match=r"^size: the number of samples must be"):
+            v.simulate([0.2, 0.3, 0.5], bad, 0)
+    a, se = v.simulate([0.2, 0.3, 0.5], np.int64(200), 0)
+    assert 0.0 <= a <= 1.0 and se > 0
+    with pytest.raises(ValueError, match=r"^method: the 'rrs-with' verifier has no option"):
+        verifiers.get("rrs-with", law, method="x")
+    with pytest.raises(ValueError, match=r"^n: the number of drafts must be an integer"):
+        verifiers.get("single").acceptance([0.5, 0.5], [0.5, 0.5], "1")
+    with pytest.raises(ValueError, match=r"^n: the number of drafts must be an integer"):
+        verifiers.get("spechub").acceptance([0.5, 0.5], [0.5, 0.5], "2")
