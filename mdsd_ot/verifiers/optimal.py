@@ -413,7 +413,7 @@ class Optimal(Verifier):
         ((2,), dtype('bool'))
         """
         from .chain import construction_for
-        from .chain.verifier import check_rows, on_host
+        from .chain.verifier import check_rng, check_rows, numpy_rng, on_host
 
         eng = self.engine()
         if hasattr(eng, "sample_rows"):
@@ -428,12 +428,13 @@ class Optimal(Verifier):
             )
         from ..fast import _backend as bk
 
+        rng = check_rng(rng)
         if not (bk.is_numpy_array(P) or isinstance(P, list | tuple)):
             if P.ndim == 1:
                 P, Qd = P[None, :], Qd[None, :]
             return on_host(self.sample_rows, P, Qd, draft_tokens, rng)
         Pm, Qm, t = check_rows(P, Qd, draft_tokens, draft)
-        g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        g = numpy_rng(rng)
         t3 = t if t.ndim == 3 else t[:, None, :]
         out = np.empty(t3.shape[:2], dtype=np.int64)
         for b in range(len(Pm)):  # each row: the optimal verifier of its own law

@@ -166,3 +166,54 @@ def test_laws_without_a_batched_form_are_refused():
     P, Q = _rows(6, 2, 4)
     with pytest.raises(ValueError, match="has no batched form"):
         verifiers.get("optimal", Greedy(Q[0], 2)).sample_rows(P, Q, [[0, 1], [0, 2]], 0)
+
+
+@pytest.mark.parametrize(
+    "cls, n",
+    [
+        (WithReplacement, 2),
+        (ConditionalPoisson, 2),
+        (WithoutReplacement, 2),
+        (ConditionalPoisson, 3),
+    ],
+)
+def test_mixed_inputs_empty_batches_bfloat16_and_bad_rng(cls, n):
+    """Found by the review of 2026-12-06: numpy rows with tensor tokens (a dtype TypeError), a
+    tensor P beside a numpy Qd ("Qd: is on cpu but P is on cpu", or an AttributeError on the
+    host routes), B = 0 tensors (a reshape error), bfloat16 tensors on the host routes (numpy
+    has no bfloat16) and rng="x" (a SeedSequence TypeError)."""
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(0)
+    V = 12
+    P, Q = g.dirichlet(np.ones(V), size=3), g.dirichlet(np.ones(V), size=3)
+    v = verifiers.get("optimal", cls(Q[0], n))
+    t = np.stack([sample_drafts(cls(Q[b], n), g, 1)[0] for b in range(3)])
+    out, acc = v.sample_rows(P, Q, torch.from_numpy(t), 1)  # numpy rows, tensor tokens
+    assert out.shape == (3,) and np.all((t == out[:, None]).any(axis=1) == acc)
+    out, acc = v.sample_rows(torch.from_numpy(P), Q, t, 1)  # tensor P, numpy Qd
+    assert torch.is_tensor(out) and out.shape == (3,)
+    out, acc = v.sample_rows(torch.zeros((0, V), dtype=torch.float64),
+                             torch.zeros((0, V), dtype=torch.float64),
+                             torch.zeros((0, n), dtype=torch.int64), 1)  # fmt: skip
+    assert out.shape == (0,) and acc.shape == (0,)
+    Pb = torch.from_numpy(P).bfloat16()
+    Pb = Pb / Pb.float().sum(-1, keepdim=True).bfloat16()
+    Qb = torch.from_numpy(Q).bfloat16()
+    Qb = Qb / Qb.float().sum(-1, keepdim=True).bfloat16()
+    out, acc = v.sample_rows(Pb, Qb, torch.from_numpy(t), 1)  # checked at bfloat16's tolerance
+    assert out.shape == (3,) and bool(((torch.from_numpy(t) == out[:, None]).any(1) == acc).all())
+    for bad in ("x", -1, 2.5):
+        with pytest.raises(ValueError, match=r"^rng: give a numpy Generator"):
+            v.sample_rows(P, Q, t, bad)
+        with pytest.raises(ValueError, match=r"^rng: give a numpy Generator"):
+            v.sample_rows(torch.from_numpy(P), torch.from_numpy(Q), torch.from_numpy(t), bad)
+
+
+def test_verify_rows_of_no_rows_is_empty():
+    """B = 0 on the array route: empty outputs (a reshape error before), in numpy and torch."""
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+
+    for construction in ("relabel", "cp2"):
+        out, acc = verify_rows(np.zeros((0, 5)), np.zeros((0, 5)), 2, np.zeros((0, 2), np.int64),
+                               0, construction=construction)  # fmt: skip
+        assert out.shape == acc.shape == (0,) and out.dtype == np.int64 and acc.dtype == bool

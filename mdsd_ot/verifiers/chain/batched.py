@@ -163,6 +163,15 @@ def verify_rows(
             )
     P2, Q2 = P2 / sp[:, None], Q2 / sq[:, None]
     B, V = Q2.shape
+    if B == 0:  # no rows: nothing to verify (the kernels below reshape by B)
+        if return_plans:
+            raise ValueError(f"{names[0]}: no rows (B = 0): there is no plan to return")
+        xp = bk.namespace(P2)
+        shape = tuple(np.shape(t))[:-1] if np.ndim(t) >= 2 else (0,)
+        dev = getattr(P2, "device", None)
+        return xp.zeros(shape, dtype=xp.int64, device=dev), xp.zeros(
+            shape, dtype=xp.bool, device=dev
+        )
     t = _check_tokens(t, B, V, n, Q2)
     if construction == "cp2":  # conditional Poisson: a repeat has probability 0
         from .._base import check_distinct_tokens

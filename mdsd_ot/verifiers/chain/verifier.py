@@ -136,10 +136,49 @@ def _row_shapes(P: Any, Qd: Any) -> tuple[int, int]:
     return (1, sp[0]) if len(sp) == 1 else (sp[0], sp[1])
 
 
-def _token_array(draft_tokens: Any, B: int) -> Any:
-    """``draft_tokens`` as an array (numpy, or the tensor itself); one (n,) tuple is one row."""
+def _token_array(draft_tokens: Any, B: int, host: bool = False) -> Any:
+    """``draft_tokens`` as an array (numpy, or the tensor itself; ``host``: a tensor copied to
+    numpy); one (n,) tuple is one row."""
+    if host and hasattr(draft_tokens, "detach"):
+        draft_tokens = draft_tokens.detach().cpu().numpy()
     t = draft_tokens if hasattr(draft_tokens, "ndim") else np.asarray(draft_tokens)
     return t[None] if t.ndim == 1 and B == 1 else t
+
+
+def host_rows(X: Any, name: str) -> Any:
+    """Rows for a numpy route: numpy and lists as they are; a tensor (any device and dtype)
+    checked at its own dtype's tolerance where numpy has no such dtype (bfloat16), then copied
+    to the host in float64 and renormalised there."""
+    if not hasattr(X, "detach"):
+        return X
+    import torch
+
+    if X.dtype == torch.bfloat16:  # numpy has no bfloat16: checked on the tensor's device
+        X = V_.checked_rows(X, name)[0].to(torch.float64)
+        X = X / X.sum(-1, keepdim=True)
+    return X.detach().cpu().numpy()
+
+
+def numpy_rng(rng: Any) -> np.random.Generator:
+    """A numpy Generator for a host route: ``rng`` itself, or one seeded from a
+    ``torch.Generator`` (one draw of it, on its device)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    import torch
+
+    return np.random.default_rng(
+        int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
+    )
+
+
+def check_rng(rng: Any) -> Any:
+    """``rng`` of a rows route: a ``torch.Generator`` as it is, else a numpy Generator from a
+    Generator, a non-negative int seed or None (a clear error otherwise)."""
+    if hasattr(rng, "manual_seed") and hasattr(rng, "device"):  # a torch.Generator
+        return rng
+    from .._base import _rng
+
+    return _rng(rng)
 
 
 def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
@@ -166,15 +205,15 @@ def check_rows(P: Any, Qd: Any, draft_tokens: Any, draft: DraftLaw):
     from .batched import _check_tokens
 
     B, V = _row_shapes(P, Qd)
-    Pm = np.atleast_2d(V_.prob_batch(P, "P"))
-    Qm = np.atleast_2d(V_.prob_batch(Qd, "Qd"))
+    Pm = np.atleast_2d(V_.prob_batch(host_rows(P, "P"), "P"))
+    Qm = np.atleast_2d(V_.prob_batch(host_rows(Qd, "Qd"), "Qd"))
     n = draft.n
     if draft.distinct and n > 1:
         short = np.flatnonzero(np.count_nonzero(Qm > 0, axis=-1) < n)
         if short.size:
             b = int(short[0])
             V_.check_support(Qm[b], n, draft.scheme, f"Qd[{b}]" if np.ndim(Qd) == 2 else "Qd")
-    t = _check_tokens(_token_array(draft_tokens, B), B, V, n)
+    t = _check_tokens(_token_array(draft_tokens, B, host=True), B, V, n)
     if draft.distinct:
         check_distinct_tokens(t, type(draft).__name__)
     check_drafted_tokens(t, Q=Qm)  # a token of q = 0 in its row is never drafted
@@ -193,7 +232,7 @@ def on_host(run: Any, P: Any, Qd: Any, draft_tokens: Any, rng: Any) -> tuple[Any
         if not isinstance(rng, torch.Generator)
         else int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
     )
-    out, acc = run(P.detach().cpu().numpy(), Qd.detach().cpu().numpy(), t, host)
+    out, acc = run(host_rows(P, "P"), host_rows(Qd, "Qd"), t, host)
     return torch.from_numpy(out).to(dev), torch.from_numpy(acc).to(dev)
 
 
@@ -320,11 +359,11 @@ class ChainOptimal(Verifier):
         draft = self._law(None)
         from ...fast import _backend as bk
 
+        rng = check_rng(rng)
         if not (bk.is_numpy_array(P) or isinstance(P, list | tuple)):
             return self._sample_rows_tensor(P, Qd, draft_tokens, rng)
         Pm, Qm, t = check_rows(P, Qd, draft_tokens, draft)
-        g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        out = draw_rows(Pm, Qm, draft.n, construction_for(draft), t, g)
+        out = draw_rows(Pm, Qm, draft.n, construction_for(draft), t, numpy_rng(rng))
         return out, (t == out[..., None]).any(axis=-1)
 
     def _sample_rows_tensor(self, P: Any, Qd: Any, draft_tokens: Any, rng: Any):
@@ -333,8 +372,19 @@ class ChainOptimal(Verifier):
         from .batched import CONSTRUCTIONS, verify_rows
 
         B, _ = _row_shapes(P, Qd)  # metadata only: the values are checked on the device
+        if not hasattr(Qd, "detach"):  # numpy (or a list) beside a tensor P: onto P's device
+            import torch
+
+            Qd = torch.as_tensor(np.asarray(Qd, dtype=np.float64), device=P.device)
         if P.ndim == 1:
             P, Qd = P[None, :], Qd[None, :]
+        if B == 0:  # no rows: nothing to verify (the device kernels reshape by B)
+            import torch
+
+            t = _token_array(draft_tokens, B)
+            shape = tuple(t.shape[:-1]) if hasattr(t, "shape") else (0,)
+            return (torch.empty(shape, dtype=torch.int64, device=P.device),
+                    torch.empty(shape, dtype=torch.bool, device=P.device))  # fmt: skip
         if con in CONSTRUCTIONS:  # relabel, cp2: every row at once on the device
             t = _token_array(draft_tokens, B)
             return verify_rows(P, Qd, draft.n, t, rng, construction=con, names=("P", "Qd"))
