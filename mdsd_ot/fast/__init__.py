@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from .. import drafts as D
 from ..drafts import DraftLaw
 from ..methods import register
@@ -129,7 +130,11 @@ def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
     ref = p if _is_device_array(p) else q
     xp = bk.namespace(ref)
     dtype = ref.dtype if ref.dtype in (xp.float32, xp.float64) else None
-    other = xp.asarray(np.asarray(q if p is ref else p), dtype=dtype, device=ref.device)
+    a = np.asarray(q if p is ref else p)
+    if a.dtype == np.float32 and dtype == xp.float64:  # checked at float32's tolerance, as given
+        X, single = V_.checked_rows(a, "q" if p is ref else "p")
+        a = X[0] if single else X
+    other = xp.asarray(a, dtype=dtype, device=ref.device)
     return (ref, other) if p is ref else (other, ref)
 
 
