@@ -27,6 +27,7 @@ Examples
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -60,7 +61,14 @@ def resolve_link(path: str | os.PathLike) -> Path:
     True
     """
     path = Path(path)
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    if not path.is_symlink():
+        return path
+    try:
+        os.stat(path)
+    except OSError as exc:  # a dangling link is fine (its target is created); a loop is not
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a loop of symbolic links", str(path)) from None
+    return Path(os.path.realpath(path))
 
 
 def check_output_file(
@@ -120,7 +128,10 @@ def check_output_file(
         raise ValueError(
             f"{option}: give a file name ending in {' or '.join(suffixes)}, got {str(path)!r}"
         )
-    real = resolve_link(path)
+    try:
+        real = resolve_link(path)
+    except OSError as exc:
+        raise ValueError(f"{option}: {path} is {exc.strerror}; give a file name") from None
     parent = real.parent
     if not parent.exists():
         raise ValueError(f"{option}: directory {parent} does not exist; create it first")
@@ -250,7 +261,10 @@ def atomic_file(path: str | os.PathLike, option: str = "path") -> Iterator[Path]
     ValueError: --out: cannot write .../missing/b.bin (No such file or directory)
     """
     path = Path(path)
-    real = resolve_link(path)  # a link stays a link: the file it names is replaced
+    try:
+        real = resolve_link(path)  # a link stays a link: the file it names is replaced
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write {path} ({exc.strerror})") from None
     tmp = atomic_path(real)
     try:
         yield tmp

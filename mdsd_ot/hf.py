@@ -192,15 +192,15 @@ def _check_context(ids: list[list[int]], max_new_tokens: int, models: Any) -> No
     """Refuse, before any forward pass, a prompt that with ``max_new_tokens`` tokens would run
     past a model's context (its position embeddings would be indexed out of range)."""
     k = max(range(len(ids)), key=lambda i: len(ids[i]))
-    need = len(ids[k]) + max_new_tokens
+    need = len(ids[k]) + max_new_tokens - 1  # the last new token is never fed back
     for path, model in models:
         limit = context_length(model)
         if limit is not None and need > limit:
             raise ValueError(
-                f"--max-new-tokens: prompt {k + 1} has {len(ids[k])} tokens, and with "
-                f"{max_new_tokens} new ones the sequence reaches {need} positions, beyond the "
-                f"{limit} of {path}; lower --max-new-tokens to at most {limit - len(ids[k])} "
-                "or shorten the prompt"
+                f"--max-new-tokens: prompt {k + 1} has {len(ids[k])} tokens, and {max_new_tokens} "
+                f"new ones need {need} positions (the last is not fed back), beyond the {limit} "
+                f"of {path}; lower --max-new-tokens to at most {limit - len(ids[k]) + 1} or "
+                "shorten the prompt"
             )
 
 

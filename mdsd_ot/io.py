@@ -201,8 +201,10 @@ def _integers(x: Any, name: str) -> np.ndarray:
                 f"{name}: id {int(a.max())} does not fit the stored int64; ids lie below 2^63"
             )
         return a.astype(np.int64)
-    if a.dtype.kind == "f" and a.size and np.all(np.isfinite(a)) and np.abs(a).max() >= 2.0**63:
-        raise ValueError(f"{name}: id {float(np.abs(a).max())!r} does not fit the stored int64")
+    if a.dtype.kind == "f" and a.size and np.all(np.isfinite(a)):
+        out = a[(a >= 2.0**63) | (a < -(2.0**63))]
+        if out.size:
+            raise ValueError(f"{name}: id {float(out.flat[0])!r} does not fit the stored int64")
     if a.dtype.kind != "f" or not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
         v = a.ravel()
         odd = v[~(np.isfinite(v) & (v == np.round(v)))] if v.dtype.kind == "f" else v
@@ -216,11 +218,12 @@ def _integers(x: Any, name: str) -> np.ndarray:
 
 def _host(x: Any, key: str) -> np.ndarray:
     """``x`` as a numpy array; a torch tensor (any device) through the host.  bfloat16 logits
-    become float32 (exactly); bfloat16 probabilities are refused like float16 (:func:`write_shard`)."""
+    and ids become float32 (exactly); bfloat16 probabilities are refused like float16
+    (:func:`write_shard`)."""
     if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "numpy"):
         t = x.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":
-            if key.startswith("logits"):
+            if key not in ("p", "q"):  # logits and ids: float32 holds every bfloat16 exactly
                 t = t.float()
             else:
                 raise ValueError(

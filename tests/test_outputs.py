@@ -224,3 +224,14 @@ def test_check_output_file_follows_a_link(tmp_path):
     chain = tmp_path / "b.json"
     chain.symlink_to(link)  # a chain of links ends at the same file
     assert O.resolve_link(chain) == O.resolve_link(link) == (tmp_path / "gone" / "a.json")
+
+
+def test_a_loop_of_links_is_refused(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(ValueError, match=r"^--out: .*a.json is a loop of symbolic links"):
+        O.check_output_file(a, "--out")
+    with pytest.raises(ValueError, match=r"^--out: cannot write .*a.json \(a loop of symbolic"):
+        O.atomic_write(a, "--out", lambda fh: fh.write("x"), binary=False)
+    assert a.is_symlink() and b.is_symlink()  # both links left as they were

@@ -131,7 +131,8 @@ def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
     xp = bk.namespace(ref)
     dtype = ref.dtype if ref.dtype in (xp.float32, xp.float64) else None
     a = np.asarray(q if p is ref else p)
-    if a.dtype == np.float32 and dtype == xp.float64:  # checked at float32's tolerance, as given
+    lower = dtype == xp.float64 and a.dtype in (np.float16, np.float32)
+    if lower or (dtype == xp.float32 and a.dtype == np.float16):  # checked as given, then cast
         X, single = V_.checked_rows(a, "q" if p is ref else "p")
         a = X[0] if single else X
     other = xp.asarray(a, dtype=dtype, device=ref.device)

@@ -41,11 +41,13 @@ def accepted_flags(acc: Any) -> np.ndarray | None:
     """
     try:
         a = np.asarray(acc)
-    except (ValueError, TypeError):  # ragged: not flags
+    except (ValueError, TypeError, OverflowError):  # ragged: not flags
         return None
     if a.dtype == object:  # mixed Python values: each one a bool or an int 0 / 1
         items = a.ravel().tolist()
         if not all(isinstance(v, bool | np.bool_ | int | np.integer) for v in items):
+            return None
+        if not all(int(v) in (0, 1) for v in items):  # 2**70 would overflow int64
             return None
         a = np.asarray([int(v) for v in items], dtype=np.int64).reshape(a.shape)
     if a.dtype == np.bool_:

@@ -26,7 +26,7 @@ def _module_from_file(path: Path, spec_text: str) -> Any:
     sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() on import: not a check that passed
         del sys.modules[name]
         raise ValueError(
             f"MODULE:FUNCTION: importing {path} raised {type(exc).__name__}: {exc}"
@@ -67,7 +67,7 @@ def load_function(spec_text: str) -> Callable[..., Any]:
                 f"MODULE:FUNCTION: cannot import module {mod_text!r} ({exc}); give an importable "
                 "module name or a path to a .py file"
             ) from exc
-        except Exception as exc:  # noqa: BLE001 - the module's own code failed on import
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the module's code failed
             raise ValueError(
                 f"MODULE:FUNCTION: importing module {mod_text!r} raised {type(exc).__name__}: {exc}"
             ) from exc

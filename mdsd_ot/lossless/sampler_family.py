@@ -86,7 +86,7 @@ class SamplerReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": "statistical",
-            **self.meta,
+            **{k: v for k, v in self.meta.items() if k != "undefined"},  # reasons: in the rows
             "seed": self.seed,
             "level": self.level,
             "passed": self.passed,

@@ -130,9 +130,9 @@ def _as_tensors(torch: Any, p: Any, q: Any) -> tuple[Any, Any]:
             out.append(x)
         elif ref is not None and ref.dtype in (torch.float32, torch.float64):
             a = V_.real_array(x, name)
-            if a.dtype == np.float32 and ref.dtype == torch.float64:
-                # checked at float32's tolerance, as given, then cast: a normalised float32 row
-                # sums to 1 within float32's rounding, not float64's
+            if a.dtype.kind == "f" and a.dtype.itemsize < ref.dtype.itemsize:
+                # checked at its own dtype's tolerance, as given, then cast: a normalised
+                # float32 (float16) row sums to 1 within its rounding, not float64's
                 X, single = V_.checked_rows(a, name)
                 a = X[0] if single else X
             out.append(torch.as_tensor(a, dtype=ref.dtype, device=ref.device))

@@ -413,7 +413,7 @@ class Optimal(Verifier):
         ((2,), dtype('bool'))
         """
         from .chain import construction_for
-        from .chain.verifier import check_rng, check_rows, numpy_rng, on_host
+        from .chain.verifier import check_rng, check_rows, numpy_rng, on_host, tensor_like
 
         eng = self.engine()
         if hasattr(eng, "sample_rows"):
@@ -430,6 +430,7 @@ class Optimal(Verifier):
 
         rng = check_rng(rng)
         if not (bk.is_numpy_array(P) or isinstance(P, list | tuple)):
+            Qd = tensor_like(Qd, P, "Qd")  # a list or numpy Qd beside a tensor P
             if P.ndim == 1:
                 P, Qd = P[None, :], Qd[None, :]
             return on_host(self.sample_rows, P, Qd, draft_tokens, rng)

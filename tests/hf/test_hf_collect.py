@@ -228,12 +228,18 @@ def test_cli_bad_input_exits_2(pair, tmp_path):
 
 def test_a_run_past_the_context_is_refused_before_any_pass(pair, tmp_path):
     """Both tiny models hold 64 positions: a prompt of 5 tokens with 80 new ones would index
-    the position embeddings out of range (an IndexError, exit 3, in the middle of the run)."""
+    the position embeddings out of range (an IndexError, exit 3, in the middle of the run).
+    The last new token is never fed back: 60 new ones fit (64 positions), 61 do not."""
     assert hf.context_length(torch.nn.Module()) is None  # no config: no limit known
-    with pytest.raises(ValueError, match=r"^--max-new-tokens: prompt 3 has 5 tokens, .* 85 "
-                       r"positions, beyond the 64 of .*target; lower --max-new-tokens to at most 59"):  # fmt: skip
+    with pytest.raises(ValueError, match=r"^--max-new-tokens: prompt 3 has 5 tokens, and 80 new "
+                       r"ones need 84 positions .* beyond the 64 of .*target; lower "
+                       r"--max-new-tokens to at most 60"):  # fmt: skip
         hf.collect(*pair, PROMPTS, out=tmp_path / "o", max_new_tokens=80)
+    with pytest.raises(ValueError, match=r"at most 60"):
+        hf.collect(*pair, PROMPTS, out=tmp_path / "o", max_new_tokens=61)
     assert not (tmp_path / "o").exists()
+    summary = hf.collect(*pair, PROMPTS, out=tmp_path / "fits", max_new_tokens=60, seed=1)
+    assert summary["positions"] > 0  # the longest run allowed goes through
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(PROMPTS) + "\n")
     r = CliRunner().invoke(app, ["collect", "--target", str(pair[0]), "--draft", str(pair[1]),

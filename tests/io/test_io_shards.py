@@ -113,9 +113,15 @@ def test_write_takes_torch_tensors_and_refuses_bfloat16_rows_and_missing_metadat
     with pytest.raises(ValueError, match=r"^metadata: give the shard's metadata .* got NoneType"):
         sio.write_shard(tmp_path / "m.npz", P, Q, metadata=None)
     assert list(tmp_path.iterdir()) == []
-    for big in (np.array([2**63 + 1] * len(P), dtype=np.uint64), np.full(len(P), 1e19)):
-        with pytest.raises(ValueError, match=r"^token: id .* does not fit the stored int64"):
+    for big in (np.array([2**63 + 1] * len(P), dtype=np.uint64), np.full(len(P), 1e19),
+                np.full(len(P), -1e19)):  # fmt: skip
+        with pytest.raises(ValueError, match=r"^token: id -?(9223372036854775809|1e\+19) does not"):
             sio.write_shard(tmp_path / "i.npz", P, Q, metadata=META, token=big)
+    ids = (torch.arange(len(P)) % 5).bfloat16()  # bfloat16 ids: read as the integers they hold
+    sio.write_shard(tmp_path / "ids.npz", P, Q, metadata=META, token=ids)
+    got = sio.Shard(tmp_path / "ids.npz").rows(0, len(P))["token"].tolist()
+    assert got == [k % 5 for k in range(len(P))]
+    (tmp_path / "ids.npz").unlink()
     L = torch.randn(*P.shape).bfloat16()
     f = sio.write_shard(
         tmp_path / "t.safetensors", torch.from_numpy(P), torch.from_numpy(Q), metadata=META,

@@ -208,6 +208,10 @@ def test_a_module_that_raises_on_import_exits_2(app, tmp_path, monkeypatch):
         assert "raised RuntimeError: no GPU here" in r.output
     r = _run(app, "bad_syntax:f")
     assert r.exit_code == 2 and "raised SyntaxError" in r.output, r.output
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(0)\n")
+    for spec in ("exits:f", str(tmp_path / "exits.py") + ":f"):  # not a check that passed
+        r = _run(app, spec)
+        assert r.exit_code == 2 and "raised SystemExit: 0" in r.output, r.output
 
 
 def test_exact_mode_above_v16_uses_an_exact_alpha_star(app):

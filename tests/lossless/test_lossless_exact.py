@@ -192,7 +192,7 @@ def test_accepted_may_be_0_or_1_but_nothing_else():
     ref = exact_law(controls.rrs_with, ["3/4", "1/4"], law)
     r = exact_law(as_int, ["3/4", "1/4"], law)
     assert r.acceptance == ref.acceptance == Fraction(3, 4) and list(r.law) == list(ref.law)
-    for bad in (2, 0.5, None, "yes"):
+    for bad in (2, 0.5, None, "yes", 2**70):
 
         def odd(p, q, drafts_, coins, bad=bad):
             return controls.rrs_with(p, q, drafts_, coins)[0], bad

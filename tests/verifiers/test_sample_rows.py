@@ -192,6 +192,12 @@ def test_mixed_inputs_empty_batches_bfloat16_and_bad_rng(cls, n):
     assert out.shape == (3,) and np.all((t == out[:, None]).any(axis=1) == acc)
     out, acc = v.sample_rows(torch.from_numpy(P), Q, t, 1)  # tensor P, numpy Qd
     assert torch.is_tensor(out) and out.shape == (3,)
+    P32, Q32 = torch.from_numpy(P).float(), Q.astype(np.float32)  # float32 both: float32's rule
+    P32, Q32 = P32 / P32.sum(-1, keepdim=True), Q32 / Q32.sum(-1, keepdims=True)
+    out, acc = v.sample_rows(P32, Q32, t, 1)
+    assert torch.is_tensor(out) and out.shape == (3,)
+    out, acc = v.sample_rows(torch.from_numpy(P[0]), Q[0].tolist(), t[0], 1)  # one row, a list
+    assert out.shape == (1,)
     out, acc = v.sample_rows(torch.zeros((0, V), dtype=torch.float64),
                              torch.zeros((0, V), dtype=torch.float64),
                              torch.zeros((0, n), dtype=torch.int64), 1)  # fmt: skip

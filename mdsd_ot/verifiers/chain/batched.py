@@ -120,8 +120,10 @@ def verify_rows(
     ``cp2`` two distinct tokens per tuple, a repeat is refused; a token whose row's q is 0 is
     refused).  Returns the
     output tokens and the accepted flags, on the input's device; with ``return_plans=True`` also
-    the :class:`~.batched_plans.RowPlans` (``alpha``: each row's α*, the acceptance of the
-    verifier; ``law_error``: its bound).  Errors name the arguments ``names`` (a caller that
+    the :class:`~.batched_plans.RowPlans` (``alpha``: each row's certified acceptance, α*
+    up to rounding, except on a row drawn by the one-position plan near a point mass
+    (:func:`_near_point_mass_rows`), where it is that plan's: below α* where the plan gave way
+    to ``top``; ``law_error``: its bound).  Errors name the arguments ``names`` (a caller that
     passes its own arguments through gives their names).
 
     Examples

@@ -462,7 +462,7 @@ def _build(p, q, n, construction, order) -> Plan:
     elif construction == "cp2":
         from .cp2 import cp2_plan
 
-        with np.errstate(over="ignore", invalid="ignore"):  # non-finite figures: the fallback
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # the fallback
             plan = cp2_plan(p, q, n, order)
         if not (plan.law_error <= UNCERTIFIED and np.isfinite(plan.acceptance)):
             # subnormal masses beside a token of q ≈ 1 (1e-310): the kernel's law is lost

@@ -171,6 +171,22 @@ def numpy_rng(rng: Any) -> np.random.Generator:
     )
 
 
+def tensor_like(X: Any, ref: Any, name: str) -> Any:
+    """``X`` as a tensor on ``ref``'s device in ``ref``'s dtype (float64 unless ``ref`` is
+    float32): a tensor as it is; numpy rows (or a list) of a lower precision checked at their
+    own dtype's tolerance first (:func:`mdsd_ot._validate.checked_rows`), then cast."""
+    if hasattr(X, "detach"):
+        return X
+    import torch
+
+    a = np.asarray(X)
+    dtype = ref.dtype if ref.dtype in (torch.float32, torch.float64) else torch.float64
+    if a.dtype.kind == "f" and a.dtype.itemsize < dtype.itemsize:
+        X, single = V_.checked_rows(a, name)
+        a = X[0] if single else X
+    return torch.as_tensor(np.asarray(a, dtype=np.float64), dtype=dtype, device=ref.device)
+
+
 def check_rng(rng: Any) -> Any:
     """``rng`` of a rows route: a ``torch.Generator`` as it is, else a numpy Generator from a
     Generator, a non-negative int seed or None (a clear error otherwise)."""
@@ -372,10 +388,7 @@ class ChainOptimal(Verifier):
         from .batched import CONSTRUCTIONS, verify_rows
 
         B, _ = _row_shapes(P, Qd)  # metadata only: the values are checked on the device
-        if not hasattr(Qd, "detach"):  # numpy (or a list) beside a tensor P: onto P's device
-            import torch
-
-            Qd = torch.as_tensor(np.asarray(Qd, dtype=np.float64), device=P.device)
+        Qd = tensor_like(Qd, P, "Qd")
         if P.ndim == 1:
             P, Qd = P[None, :], Qd[None, :]
         if B == 0:  # no rows: nothing to verify (the device kernels reshape by B)
