@@ -27,3 +27,12 @@ def test_float32_numpy_row_beside_a_float64_tensor(solver):
     bad = np.array([0.5, 0.6, 0.6], np.float32)  # off by far more than float32's tolerance
     with pytest.raises(ValueError, match=r"^q: entries sum to 1.7, not 1 \(tolerance 0.0001\)"):
         solver(p, bad, n=2, scheme="with")
+
+
+@pytest.mark.parametrize("solver", [mt.alpha_star, fast.alpha_star])
+@pytest.mark.parametrize("tdtype", [torch.float32, torch.float64])
+def test_float16_numpy_row_beside_a_wider_tensor(solver, tdtype):
+    """float16's tolerance (2^-10) applies to a float16 row, whatever the tensor's dtype."""
+    q16 = np.array([0.1, 0.2, 0.7], np.float16)  # sums to 1.00012 in float64
+    a = solver(torch.tensor([0.5, 0.3, 0.2], dtype=tdtype), q16, n=2, scheme="with")
+    assert a.dtype == tdtype and abs(float(a) - 0.69) <= 1e-3  # α* of the rounded rows
