@@ -359,3 +359,20 @@ def test_seq_swap_plan_at_full_vocabulary(n):
     plan = build_plan(p, drafts.WithoutReplacement(q, n).q, n, "seq-swap")
     assert plan.law_error <= 1e-6
     assert abs(plan.acceptance - float(alpha_star(p, q, n=n, scheme="without"))) <= 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cut_counts_are_numpys_running_sums(seed):
+    """The one compiled pass of the cut counts equals numpy's three cumulative sums bitwise: the
+    heavy pieces below each cut, the light masses' running sum (the same additions in order)
+    and the tokens' first pieces with mass."""
+    g = np.random.default_rng(seed)
+    P = 5000
+    d = g.random(P) * np.where(g.random(P) < 0.1, 0.0, 1.0)  # some pieces without mass
+    v = np.where(g.random(P) < 0.3, 0.0, g.random(P))
+    is_h = g.random(P) < 0.05
+    seg, light_sum, first = np.empty(P + 1, np.int64), np.empty(P + 1), np.empty(P + 1, np.int64)
+    seqseries.kernels()["cut_counts"](is_h.view(np.uint8), d, v, seg, light_sum, first)
+    assert _same(seg, np.concatenate([[0], np.cumsum(is_h)]))
+    assert _same(light_sum, np.concatenate([[0.0], np.cumsum(np.where(~is_h, d, 0.0))]))
+    assert _same(first, np.concatenate([[0], np.cumsum((v == 0) & (d > 0))]))

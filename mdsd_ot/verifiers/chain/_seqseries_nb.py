@@ -409,3 +409,19 @@ def _k_series(
                 c0, nb, seg, lam, lam_off[u], Jh[u], beta[u], tail[u], n, g_tot, Bl, P1l, cser,
                 Sv, e, sgb, Phi[u], bound[u],
             )  # fmt: skip
+
+
+@jit
+def _k_cut_counts(is_h, d, v, seg, light_sum, first):  # pragma: no cover - compiled
+    # per cut c = 0..P (above the first c pieces), in one pass: the heavy pieces below
+    # (np.cumsum of is_h), the running sum of the light pieces' masses (np.cumsum of
+    # np.where(light, d, 0.0): the same additions, in order) and the pieces that are their
+    # token's first with mass (np.cumsum of (v == 0) & (d > 0))
+    seg[0] = 0
+    light_sum[0] = 0.0
+    first[0] = 0
+    for e in range(d.shape[0]):
+        h = is_h[e] != 0
+        seg[e + 1] = seg[e] + (1 if h else 0)
+        light_sum[e + 1] = light_sum[e] + (0.0 if h else d[e])
+        first[e + 1] = first[e] + (1 if (v[e] == 0 and d[e] > 0) else 0)

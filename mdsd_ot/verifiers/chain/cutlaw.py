@@ -374,6 +374,28 @@ def total_mass(qs: np.ndarray) -> tuple[float, float]:
     return hi, math.fsum(qs.tolist() + [-hi])
 
 
+class RowSums(tuple):
+    """:func:`total_mass` of a row's q, (hi, lo) like the tuple, with a ``memo`` of the other
+    per-row sums the sequential law asks for on every kernel of a design (the masses outside
+    the heaviest tokens, :func:`~.seqseries.choose_plan`; the light total,
+    :mod:`.seqseries`): each an O(V) compensated sum over q alone.  Only for one q: a design
+    makes one (:func:`~.swap.swap_plan`) and every law of it reads the same q.
+
+    Examples
+    --------
+    >>> t = RowSums(total_mass(np.array([0.25, 0.75])))
+    >>> tuple(t), t.memo
+    ((1.0, 0.0), {})
+    """
+
+    memo: dict
+
+    def __new__(cls, hi_lo: tuple[float, float]) -> RowSums:
+        obj = super().__new__(cls, hi_lo)
+        obj.memo = {}
+        return obj
+
+
 def _seq_n2(
     qs: np.ndarray, kern: PieceKernel, total: tuple[float, float]
 ) -> tuple[np.ndarray, float]:

@@ -131,11 +131,11 @@ def _compiled() -> dict[str, Any] | None:
     from . import _seqseries_nb as nb
 
     return {"heavy": nb._k_heavy, "series": nb._k_series, "power_sums": nb._k_power_sums,
-            "configs": nb._k_configs}  # fmt: skip
+            "configs": nb._k_configs, "cut_counts": nb._k_cut_counts}  # fmt: skip
 
 
 def choose_plan(
-    qs: np.ndarray, n: int, pieces: np.ndarray | None = None
+    qs: np.ndarray, n: int, pieces: np.ndarray | None = None, memo: dict | None = None
 ) -> tuple[np.ndarray, float, int, np.ndarray]:
     r"""Heavy slots, the largest light mass τ, the Taylor order K and δ_a (a = 0..n-1).
 
@@ -145,7 +145,8 @@ def choose_plan(
     plus the pieces times the Taylor terms) among those whose light series has the tail ratio
     :math:`\rho = (n - 1)\tau/\delta_{n-1} \le 0.35` (the largest m when none has).  K
     follows from ρ (:func:`_order`); the truncation bound of the series is reported whatever
-    ρ is.  ``pieces``: the kernel's pieces per slot (V,); one each when omitted.
+    ρ is.  ``pieces``: the kernel's pieces per slot (V,); one each when omitted.  ``memo``: the
+    :attr:`~.cutlaw.RowSums.memo` of this q, where the heaviest slots and δ are kept.
 
     The cost, not a fixed ratio, decides: with a flat draft law (every light token about as
     heavy as the next) more heavy tokens do not lower ρ, and making all of them heavy (as a
@@ -161,10 +162,15 @@ def choose_plan(
     V = len(qs)
     live = int(np.count_nonzero(qs))
     top_n = min(V, _M_MAX + 1)
-    idx = np.argpartition(-qs, top_n - 1)[:top_n] if top_n < V else np.arange(V)
-    idx = idx[np.lexsort((idx, -qs[idx]))]
+    if memo is not None and ("top", n) in memo:  # q alone decides these: once per design
+        idx, delta = memo[("top", n)]
+    else:
+        idx = np.argpartition(-qs, top_n - 1)[:top_n] if top_n < V else np.arange(V)
+        idx = idx[np.lexsort((idx, -qs[idx]))]
+        delta = rest_masses(qs, idx, n) * (1.0 - 1e-12)  # lower bounds (each within u)
+        if memo is not None:
+            memo[("top", n)] = (idx, delta)
     top = qs[idx]
-    delta = rest_masses(qs, idx, n) * (1.0 - 1e-12)  # lower bounds (each within u)
     counts = np.ones(len(idx), np.int64) if pieces is None else np.asarray(pieces)[idx]
     P = len(qs) if pieces is None else int(np.sum(pieces))
     m_lo = min(max(n - 1, 3), live, len(top))
@@ -642,7 +648,8 @@ def _series_cuts(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`seq_series_cuts` (``single`` empty, one row) and :func:`seq_series_subsets`."""
     V = len(qs)
-    heavy, tau, K, delta = choose_plan(qs, n, np.bincount(kern.tok, minlength=V))
+    memo = getattr(total, "memo", None)  # a RowSums: the per-row sums of earlier laws
+    heavy, tau, K, delta = choose_plan(qs, n, np.bincount(kern.tok, minlength=V), memo)
     m = len(heavy)
     hpos = np.full(V, -1)
     hpos[heavy] = np.arange(m)
@@ -667,11 +674,28 @@ def _series_cuts(
     for i, h in enumerate(single.tolist()):
         W[:, hpos[h]] = np.repeat(np.where(low[:, i], qs[h], 0.0), Hc)
         Wa[:, hpos[h]] = np.repeat(np.where(low[:, i], 0.0, qs[h]), Hc)
-    lights = qs.copy()
-    lights[heavy] = 0.0
-    light_hi, light_lo = total_mass(lights)
+    key = ("lights", heavy.tobytes())
+    if memo is not None and key in memo:
+        light_hi, light_lo = memo[key]
+    else:
+        lights = qs.copy()
+        lights[heavy] = 0.0
+        light_hi, light_lo = total_mass(lights)
+        if memo is not None:
+            memo[key] = (light_hi, light_lo)
     base = subset_bases(qs[heavy], light_hi, light_lo, n)  # T - q(D), summed
-    seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
+    ks = kernels()
+    if ks is not None:  # the three running counts and sums below, in one compiled pass
+        seg, light_sum, first = (
+            np.empty(P + 1, np.int64),
+            np.empty(P + 1),
+            np.empty(P + 1, np.int64),
+        )
+        ks["cut_counts"](is_h.view(np.uint8), d, v, seg, light_sum, first)
+    else:
+        seg = np.concatenate([[0], np.cumsum(is_h)])  # configuration of cut c (c = 0..P)
+        light_sum = np.concatenate([[0.0], np.cumsum(np.where(~is_h, d, 0.0))])
+        first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at c
     light = ~is_h
     # lambda: mass above the cut (reverse cumulative sum of the piece masses), per row plus the
     # masses of S above every cut (summed in the order of S)
@@ -683,7 +707,7 @@ def _series_cuts(
     # (2 sum_c lambda sum_l pi_1^l tail_l, estimated on every cut) exceeds _TAIL: its terms
     # c_{l,k} start at k = l, so many light tokens near tau and a large n need more orders
     # than the tail ratio alone says (n = 8, V = 2,000, a flat rest: a law bound of 1e-3)
-    pi1 = np.concatenate([[0.0], np.cumsum(np.where(light, d, 0.0))]) / tau if tau > 0 else None
+    pi1 = light_sum / tau if tau > 0 else None
     lam_hi = lam + float(lam_off.max(initial=0.0))
     while True:
         J = heavy_moments(W, Wa, base, T_hi, T_lo, tau, K, n)
@@ -696,7 +720,6 @@ def _series_cuts(
             break
         K = min(_K_CAP, K + max(2, n - 1))
     Jh = np.ascontiguousarray(np.cumsum(J, axis=1)[:, ::-1, :])  # Jh[:, l] = sum_{a<=n-1-l} J_a
-    first = np.concatenate([[0], np.cumsum((v == 0) & (d > 0))])  # tokens with mass at the cut
     n_low = (low & (qs[single] > 0)[None, :]).sum(axis=1)  # the bottom pieces' tokens
     kap = kappa_table(K, n)
     surj = beta_weights(n, K)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...fast.scan import prefix_Q
-from .cutlaw import cp_law, cp_row, seq_law, total_mass
+from .cutlaw import RowSums, cp_law, cp_row, seq_law, total_mass
 from .pieces import design_or_retry
 
 __all__ = ["SWAP", "STREAM_TOL", "swap_plan", "seq_best_plan", "prefix_Q_of", "stream_draws"]
@@ -109,7 +109,7 @@ def swap_plan(
     elif construction == "seq-swap-h":  # the heaviest tokens pick once (§4.8)
         from .seqsingle import SINGLE_MAX, seq_single_law, single_tokens
 
-        total = total_mass(qs)
+        total = RowSums(total_mass(qs))  # with the memo of the per-row sums of the laws
         draws = stream_draws(qs, n)
         limit = SINGLE_MAX if single_max is None else single_max
         single = single_tokens(draws, limit) if n >= 3 else np.empty(0, np.int64)
@@ -120,7 +120,7 @@ def swap_plan(
                 return seq_law(qs, n, k, total)
             return seq_single_law(qs, n, k, single, total)
     else:
-        total = total_mass(qs)
+        total = RowSums(total_mass(qs))  # with the memo of the per-row sums of the laws
         draws = stream_draws(qs, n)
 
         def law(k):
