@@ -512,7 +512,10 @@ def exact_vector(x: Any, name: str = "p", *, tol: float | None = None) -> tuple[
     """
     rational = is_rational_input(x)
     vals = list(_flatten(x)) if not isinstance(x, np.ndarray) else list(x.ravel())
-    if isinstance(x, np.ndarray) and x.ndim != 1 or (not vals):
+    nested = not isinstance(x, np.ndarray) and any(
+        isinstance(v, list | tuple | np.ndarray) for v in x
+    )
+    if isinstance(x, np.ndarray) and x.ndim != 1 or (not vals) or nested:
         raise ValueError(f"{name}: must be a non-empty 1-D vector of probabilities")
     if not rational:
         arr = prob_vector(x, name, tol=tol)  # float checks first (NaN, negatives, sum)

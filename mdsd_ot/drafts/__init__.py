@@ -106,13 +106,37 @@ def make(
     >>> make("product", qs=[[0.5, 0.5], [1.0, 0.0]])
     Product(V=2, n=2)
     """
-    if scheme not in SCHEMES:
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
         raise ValueError(f"scheme: unknown scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
-    return SCHEMES[scheme].build(q, n, qs=qs, table=table)
+    given = [k for k, v in (("q", q), ("qs", qs), ("table", table)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(
+            f"{given[1]}: give one of q, qs and table (the {scheme} scheme reads "
+            f"{'table' if scheme == 'explicit' else 'qs, or q and n' if scheme == 'product' else 'q'}), "
+            f"got {' and '.join(given)}"
+        )
+    law = SCHEMES[scheme].build(q, n, qs=qs, table=table)
+    if n is not None and V_.check_n(n) != law.n:  # e.g. a table of n = 2 given with n = 3
+        raise ValueError(f"n: got n={n} but the {scheme} law given has n = {law.n} drafts")
+    return law
 
 
 def from_spec(spec: dict[str, Any]) -> DraftLaw:
-    """Rebuild a law from :meth:`DraftLaw.spec` output (or an alpha-bank instance)."""
+    """Rebuild a law from :meth:`DraftLaw.spec` output (or an alpha-bank instance).
+
+    Examples
+    --------
+    >>> from_spec({"scheme": "with", "n": 2, "q": ["1/2", "1/2"]})
+    WithReplacement(V=2, n=2)
+    >>> from_spec({})
+    Traceback (most recent call last):
+    ...
+    ValueError: spec: expected a mapping with a "scheme" key (DraftLaw.spec() output), got {}
+    """
+    if not isinstance(spec, dict) or "scheme" not in spec:
+        raise ValueError(
+            f'spec: expected a mapping with a "scheme" key (DraftLaw.spec() output), got {spec!r}'
+        )
     return make(
         spec["scheme"], spec.get("q"), spec.get("n"), qs=spec.get("qs"), table=spec.get("table")
     )

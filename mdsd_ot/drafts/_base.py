@@ -35,10 +35,22 @@ import numpy as np
 
 from .. import _validate as V_
 
-__all__ = ["DraftLaw", "QLaw", "Vector", "JOINT_MAX_ENTRIES", "Number", "as_rng"]
+__all__ = [
+    "DraftLaw",
+    "QLaw",
+    "Vector",
+    "JOINT_MAX_ENTRIES",
+    "SAMPLE_MAX_ENTRIES",
+    "Number",
+    "as_rng",
+]
 
 #: ``joint()`` refuses tables with more entries than this (set it higher at your own risk).
 JOINT_MAX_ENTRIES: int = 2**24
+
+#: :meth:`DraftLaw.sample` refuses more than this many drawn tokens (size × n) in one call:
+#: 8 GB of int64.
+SAMPLE_MAX_ENTRIES: int = 10**9
 
 Number = Any  # float or Fraction
 
@@ -104,12 +116,19 @@ def as_mask(H: Any, V: int) -> np.ndarray:
     --------
     >>> as_mask([0, 2], 3).tolist()
     [True, False, True]
+    >>> as_mask([False, False, True], 3).tolist()  # a list of bools is a mask too
+    [False, False, True]
     """
-    if isinstance(H, np.ndarray) and H.dtype == bool:
-        if H.shape != (V,):
-            raise ValueError(f"H: a boolean mask must have shape ({V},), got {H.shape}")
-        return H
-    idx = np.asarray(list(H) if not isinstance(H, np.ndarray) else H, dtype=np.int64).ravel()
+    if isinstance(H, str | bytes):
+        raise ValueError(f"H: give a boolean mask of length {V} or token indices, got {H!r}")
+    arr = H if isinstance(H, np.ndarray) else np.asarray(list(H))
+    if arr.dtype == bool:  # a mask, as an array or a list of bools
+        if arr.shape != (V,):
+            raise ValueError(f"H: a boolean mask must have shape ({V},), got {arr.shape}")
+        return arr
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ValueError(f"H: token indices must be integers, got {arr.ravel()[:5].tolist()}")
+    idx = np.asarray(arr, dtype=np.int64).ravel()
     if idx.size and (idx.min() < 0 or idx.max() >= V):
         raise ValueError(f"H: token indices must lie in [0, {V}), got {idx.tolist()}")
     m = np.zeros(V, dtype=bool)
@@ -201,7 +220,11 @@ class DraftLaw:
         """
         if exact is None:
             exact = self.rational
-        return self._Q(as_mask(H, self.V), exact)
+        mask = as_mask(H, self.V)
+        if exact:
+            return self._Q(mask, True)
+        self._check_float_route("Q")
+        return min(1.0, max(0.0, float(self._Q(mask, False))))  # rounding: within [0, 1]
 
     def _Q(self, mask: np.ndarray, exact: bool) -> Number:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -211,6 +234,8 @@ class DraftLaw:
         """The support of p_draft as ``{draft tuple: probability}`` (zero entries omitted)."""
         if exact is None:
             exact = self.rational
+        if not exact:
+            self._check_float_route("joint_items")
         what = f"the joint law of {self!r}"
         hint = (
             "use Q(H) or the set-reduced form (method='reduced'), or the fast solver "
@@ -262,8 +287,53 @@ class DraftLaw:
         return out
 
     def sample(self, rng: np.random.Generator | int | None, size: int) -> np.ndarray:
-        """Draw ``size`` draft tuples: an int64 array of shape ``(size, n)``."""
+        """Draw ``size`` draft tuples: an int64 array of shape ``(size, n)``.
+
+        ``size`` is an integer >= 0 (0 gives shape (0, n)), and size × n at most
+        :data:`SAMPLE_MAX_ENTRIES`.  A law whose float copy cannot carry it (rational q with
+        positive entries below the float range, where the law conditions on them) is refused
+        (:meth:`_check_float_route`).
+
+        Examples
+        --------
+        >>> from mdsd_ot.drafts import WithReplacement
+        >>> WithReplacement([0.5, 0.5], 2).sample(0, 0).shape
+        (0, 2)
+        """
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
+            raise ValueError(
+                f"size: the number of draft tuples must be an integer >= 0, got {size!r}"
+            )
+        size = int(size)
+        if size * self.n > SAMPLE_MAX_ENTRIES:
+            raise ValueError(
+                f"size: {size:,} tuples of n = {self.n:,} drafts are {size * self.n:,} entries, "
+                f"above {SAMPLE_MAX_ENTRIES:,}; draw fewer tuples at a time"
+            )
+        self._check_float_route("sample")
+        if size == 0:
+            return np.empty((0, self.n), dtype=np.int64)
+        return self._sample(as_rng(rng), size)
+
+    def _sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
+
+    def _float_lossy(self, what: str) -> bool:
+        """Whether the float route ``what`` (``"sample"``, ``"Q"``, ``"joint_items"``,
+        ``"set_weight_table"``) would compute another law: the float copy of a rational q loses
+        positive entries the law conditions on; False by default."""
+        return False
+
+    def _check_float_route(self, what: str) -> None:
+        """Refuse a float route (sampling, ``exact=False``) that :meth:`_float_lossy` says would
+        compute another law."""
+        if self._float_lossy(what):
+            raise ValueError(
+                f"{what}: q is rational with positive entries below the float range (such as "
+                "1/10^400, 0.0 as a float) that this law conditions on, so its float copy is "
+                "another law; use the exact routes (exact=True: Q, joint_items, set_weights), or "
+                "a q whose positive entries are floats above 0"
+            )
 
     # -- work estimates (what the exact methods' size guards count) ------------------------
     def q_eval_work(self) -> int:

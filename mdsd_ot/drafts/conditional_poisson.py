@@ -106,7 +106,12 @@ class ConditionalPoisson(QLaw):
     def support_size_bound(self):
         return math.perm(self.support_count(), self.n)
 
-    def sample(self, rng, size):
+    def _float_lossy(self, what: str) -> bool:
+        """Fewer than n tokens positive as floats: the sampler (on the floats) would draw sets
+        of the rest only; the float Q and joint law are formed otherwise and stay right."""
+        return what == "sample" and self.rational and int(np.count_nonzero(self.q > 0)) < self.n
+
+    def _sample(self, rng, size):
         """``size`` tuples: the set by the suffix-e_m chain (exact), then a uniform order."""
         g = as_rng(rng)
         sets = ConditionalPoissonTable(self.q, self.n).draw_sets(g, int(size))

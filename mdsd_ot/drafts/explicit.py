@@ -30,7 +30,8 @@ class Explicit(DraftLaw):
     def __init__(self, table: Any):
         rational = V_.is_rational_input(table)
         arr = np.asarray(table, dtype=object if rational else None)
-        if arr.ndim < 1 or len(set(arr.shape)) != 1 or arr.shape[0] == 0:
+        ragged = arr.dtype == object and any(isinstance(v, list | tuple) for v in arr.ravel())
+        if ragged or arr.ndim < 1 or len(set(arr.shape)) != 1 or arr.shape[0] == 0:
             raise ValueError(
                 f"table: an explicit joint law must have shape (V,)*n, got {arr.shape}"
             )
@@ -103,7 +104,7 @@ class Explicit(DraftLaw):
     def joint(self, max_entries=None):
         return self._table.copy()
 
-    def sample(self, rng, size):
+    def _sample(self, rng, size):
         k = InverseCDF(self._flat.float).draw(as_rng(rng).random(int(size)))
         return np.stack(np.unravel_index(k, self._table.shape), axis=1).astype(np.int64)
 

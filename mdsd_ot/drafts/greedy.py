@@ -87,6 +87,10 @@ class Greedy(QLaw):
     def _rest(self, exact: bool) -> Number:
         return _mass_outside(self, self.T, exact)
 
+    def _float_lossy(self, what: str) -> bool:
+        """The mass outside T is positive but 0.0 as floats: q' has no float copy."""
+        return self.rational and float(_mass_outside(self, self.T, False)) <= 0.0
+
     def q_prime(self, exact: bool | None = None) -> Sequence[Number] | np.ndarray:
         """q' = q with T removed and renormalised (the law of the last draft)."""
         ex = self.rational if exact is None else exact
@@ -135,6 +139,8 @@ class Greedy(QLaw):
     def set_weight_table(self, exact=None):
         r""":math:`w_{T \cup \{x\}} = q'(x)`."""
         ex = self.rational if exact is None else exact
+        if not ex:
+            self._check_float_route("set_weight_table")
         qp = self.q_prime(ex)
         agg = {tuple(sorted({*self.T, x})): qp[x] for x in range(self.V) if qp[x] > 0}
         mem, w = sorted_sets(agg, self.n)
@@ -143,7 +149,7 @@ class Greedy(QLaw):
         err = (self.V + 4) * _EPS + (self.n + 1) * (self.V + 1) * _EPS
         return SetWeights.build(mem, np.array(w, dtype=np.float64), False, self.V, err)
 
-    def sample(self, rng, size):
+    def _sample(self, rng, size):
         last = InverseCDF(np.asarray(self.q_prime(False))).draw(as_rng(rng).random(int(size)))
         out = np.empty((int(size), self.n), dtype=np.int64)
         out[:, : self.n - 1] = self.T
@@ -185,6 +191,10 @@ class SpecHub(QLaw):
     def _rest(self, exact: bool) -> Number:
         return _mass_outside(self, [self.a], exact)
 
+    def _float_lossy(self, what: str) -> bool:
+        """The mass outside a is positive but 0.0 as floats: the second draft has no float law."""
+        return self.rational and float(_mass_outside(self, [self.a], False)) <= 0.0
+
     def spec(self):
         return {"scheme": self.scheme, "n": 2, "q": [fmt(v) for v in self.qvals(self.rational)]}
 
@@ -215,6 +225,8 @@ class SpecHub(QLaw):
     def set_weight_table(self, exact=None):
         r""":math:`w_{\{a, x\}} = q(x) / (1 - q(a))`, with 1 − q(a) the sum of the others."""
         ex = self.rational if exact is None else exact
+        if not ex:
+            self._check_float_route("set_weight_table")
         qv, a = self.qvals(ex), self.a
         rest = self._rest(ex)
         agg = {tuple(sorted((a, x))): qv[x] / rest for x in range(self.V) if x != a and qv[x] > 0}
@@ -224,7 +236,7 @@ class SpecHub(QLaw):
         err = (self.V + 4) * _EPS + 3 * (self.V + 1) * _EPS
         return SetWeights.build(mem, np.array(w, dtype=np.float64), False, self.V, err)
 
-    def sample(self, rng, size):
+    def _sample(self, rng, size):
         g = as_rng(rng)
         size = int(size)
         first = InverseCDF(self.q).draw(g.random(size))

@@ -111,7 +111,7 @@ class Product(DraftLaw):
     def support_size_bound(self):
         return math.prod(int(np.count_nonzero(qv.positive())) for qv in self._qvs)
 
-    def sample(self, rng, size):
+    def _sample(self, rng, size):
         g = as_rng(rng)
         u = g.random((int(size), self.n))
         return np.stack([InverseCDF(q).draw(u[:, j]) for j, q in enumerate(self.qs)], axis=1)

@@ -78,7 +78,10 @@ class InverseCDF:
         hi = np.concatenate([r, np.full((K, 1), self.V, np.int64)], axis=1)  # gap ends (excl.)
         L = np.maximum(self.C[hi] - self.C[lo], 0.0)  # gap masses
         cum = np.cumsum(L, axis=1)
-        lost = cum[:, -1] <= 0  # the undrawn mass vanished in the differences of C (tiny q)
+        # the undrawn mass vanished in the differences of C (tiny q), or is so small that
+        # u * mass rounds on the subnormal grid (a few multiples of 5e-324: the end tokens got
+        # half weight): drawn by the masses themselves, scaled, below
+        lost = cum[:, -1] < TINY_GAP
         if lost.any():
             L[lost, -1] = 1.0  # a placeholder gap; these rows are drawn directly below
             cum = np.cumsum(L, axis=1)
@@ -103,6 +106,12 @@ class InverseCDF:
         w = self.w[free] / self.w[free].max()
         c = np.cumsum(w)
         return int(free[min(int(np.searchsorted(c, u * c[-1], side="right")), len(free) - 1)])
+
+
+#: :meth:`InverseCDF.draw_excluding` draws a row whose undrawn mass is below this by the masses
+#: themselves, scaled by their maximum: u times such a mass keeps fewer than 53 bits (2^-960
+#: leaves 62 bits of normal range below it).
+TINY_GAP: float = 2.0**-960
 
 
 def inverse_cdf_table(q: np.ndarray) -> InverseCDF:

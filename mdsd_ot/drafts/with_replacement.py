@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .. import _validate as V_
 from ._base import _EPS, QLaw, as_rng, one, zero
 from ._sets import (
     SetWeights,
@@ -63,7 +64,7 @@ class WithReplacement(QLaw):
     def support_size_bound(self):
         return self.support_count() ** self.n
 
-    def sample(self, rng, size):
+    def _sample(self, rng, size):
         """``size`` tuples of n i.i.d. draws (inverse CDF: O(size·n·log V) time, O(size·n) memory)."""
         table = inverse_cdf_table(self.q)
         g = as_rng(rng)
@@ -130,7 +131,14 @@ class WithReplacement(QLaw):
 
     def tuple_weights(self, *, with_error=False):
         r"""Vectorised :math:`\prod_j q(\bar i_j)` over the support tuples."""
+        from ._sets import MAX_TUPLES, TUPLE_HINT
+
         n = self.n
+        what = f"the draft tuples of {self!r}"  # refused before n copies of q are listed
+        self._refuse_above_bits(
+            n * math.log2(max(self.support_count(), 2)), MAX_TUPLES, what, TUPLE_HINT
+        )
+        V_.check_size(self.support_count() ** n, MAX_TUPLES, what, TUPLE_HINT)
         t, w = product_tuples(
             self.support(), [self.q] * n, distinct=False, what=f"the draft tuples of {self!r}"
         )

@@ -215,7 +215,7 @@ class WithoutReplacement(QLaw):
     def support_size_bound(self):
         return math.perm(self.support_count(), self.n)
 
-    def sample(self, rng, size):
+    def _sample(self, rng, size):
         """``size`` sequential tuples: each draw is an inverse-CDF draw from q with the earlier
         draws removed (exact law; O(size·n²) arithmetic and O(size·n·log V) searches)."""
         g = as_rng(rng)
@@ -240,9 +240,16 @@ class WithoutReplacement(QLaw):
         """Terms summed by :meth:`set_weight_table`: C(m, n) sets × n! orders × n factors."""
         return self.set_count_bound() * math.factorial(self.n) * self.n
 
+    def _float_lossy(self, what: str) -> bool:
+        """Fewer than n tokens positive as floats (the rest below the float range): every
+        float route would condition on masses that are 0.0."""
+        return self.rational and int(np.count_nonzero(self.q > 0)) < self.n
+
     def set_weight_table(self, exact=None):
         r""":math:`w_S` = the sum over the n! orders of S of the sequential probability."""
         ex = self.rational if exact is None else exact
+        if not ex:
+            self._check_float_route("set_weight_table")
         self._guard_set_table()
         sup, n = self.support(), self.n
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)

@@ -243,3 +243,100 @@ def test_conditional_poisson_float_weights_survive_an_underflowing_e_n(q, n):
     assert not table.exact
     for H in ([0, 1, 2], [0, 1, 2, 3], [1, 2, 3]):
         assert abs(d.Q(H) - float(exact.Q(H))) <= 1e-15 * float(exact.Q(H)) + 1e-300
+
+
+# -- the review of 2026-12-06 (helper fuzzing of mdsd_ot.drafts) ---------------------------------
+
+
+def test_sample_size_is_checked_and_zero_gives_an_empty_array():
+    from mdsd_ot.drafts import make
+
+    for scheme, n in (("with", 2), ("without", 2), ("conditional-poisson", 2), ("greedy", 2),
+                      ("spechub", 2)):  # fmt: skip
+        law = make(scheme, [0.5, 0.3, 0.2], n)
+        assert law.sample(0, 0).shape == (0, n) and law.sample(0, 0).dtype == np.int64
+        for bad in (2.9, "3", None, -1, True):
+            with pytest.raises(ValueError, match=r"^size: the number of draft tuples must be"):
+                law.sample(0, bad)
+    with pytest.raises(ValueError, match=r"^size: 2 tuples of n = .* draw fewer tuples"):
+        make("with", [0.5, 0.5], 10**30).sample(0, 2)
+
+
+def test_a_list_of_bools_is_a_mask_and_other_indices_are_refused():
+    from mdsd_ot.drafts import make
+
+    law = make("with", ["1/2", "1/3", "1/6"], 1)
+    assert law.Q([False, False, True]) == law.Q(np.array([False, False, True])) == F(1, 6)
+    for bad in ([1.9], "12", [0.0]):
+        with pytest.raises(ValueError, match=r"^H: "):
+            law.Q(bad)
+    assert law.Q([]) == 0 and law.Q(range(3)) == 1
+
+
+def test_rational_q_below_the_float_range_refuses_the_float_routes_that_change_the_law():
+    """q = (1 - 2t, t, t), t = 1/10^400: the float copy is (1, 0, 0); distinct-draft laws and
+    greedy/SpecHub condition on t, so their samplers crashed or drew another law (greedy: (0, 2)
+    always, conditional Poisson: {0, 1} always) and the float Q of "without" was 0 where the
+    exact one is 1/2.  The exact routes answer; the float ones say why they cannot."""
+    from mdsd_ot.drafts import make
+
+    t = F(1, 10**400)
+    q = [1 - 2 * t, t, t]
+    for scheme in ("without", "conditional-poisson", "greedy", "spechub"):
+        law = make(scheme, q, 2)
+        assert abs(float(law.Q([0, 1])) - 0.5) <= 1e-15  # exact: 1/2 up to terms in t
+        with pytest.raises(ValueError, match=r"^sample: q is rational with positive entries"):
+            law.sample(0, 10)
+    for scheme in ("without", "greedy", "spechub"):
+        law = make(scheme, q, 2)
+        for route in (lambda law=law: law.Q([0, 1], exact=False),
+                      lambda law=law: law.joint_items(exact=False)):  # fmt: skip
+            with pytest.raises(ValueError, match=r"q is rational with positive entries below"):
+                route()
+    cp = make("conditional-poisson", q, 2)  # its float Q is formed otherwise, and stays right
+    assert abs(cp.Q([0, 1], exact=False) - 0.5) <= 1e-15
+    assert make("with", q, 2).sample(0, 5).shape == (5, 2)  # i.i.d.: t changes nothing in floats
+
+
+def test_subnormal_remaining_mass_is_drawn_by_its_relative_sizes():
+    """After the heavy token, the rest is (5e-324, 1e-323): u * mass fell on the subnormal grid
+    and gave the end tokens half weight ((0, 1) at 0.167 for 1/3).  Tolerance: 5 standard
+    errors."""
+    from mdsd_ot.drafts import make
+
+    N = 100_000
+    for scheme in ("without", "spechub"):
+        law = make(scheme, np.array([1.0, 5e-324, 1e-323]), 2)
+        s = law.sample(np.random.default_rng(1), N)
+        got = float(np.mean((s[:, 0] == 0) & (s[:, 1] == 1)))
+        want = law.joint_items()[(0, 1)]
+        assert abs(got - want) <= 5 * np.sqrt(want * (1 - want) / N), (scheme, got, want)
+
+
+def test_float_Q_stays_within_0_and_1():
+    from mdsd_ot.drafts import make
+
+    q = [4.6e-311, 0.1212, 5e-324, 0.4927, 0.3435, 0.0425]
+    q = np.array(q) / np.sum(q)
+    for scheme in ("with", "without", "conditional-poisson", "greedy"):
+        assert 0.0 <= make(scheme, q, 3).Q(range(6)) <= 1.0
+
+
+def test_specs_and_make_refuse_what_they_cannot_read():
+    from mdsd_ot.drafts import from_spec, make
+
+    for bad in ({}, None, [1, 2]):
+        with pytest.raises(ValueError, match=r"^spec: expected a mapping with a \"scheme\" key"):
+            from_spec(bad)
+    with pytest.raises(ValueError, match=r"^scheme: unknown scheme \['with'\]"):
+        make(["with"], [0.5, 0.5], 1)
+    with pytest.raises(ValueError, match=r"^n: got n=3 but the explicit law given has n = 2"):
+        make("explicit", table=[[0.25, 0.25], [0.25, 0.25]], n=3)
+    with pytest.raises(ValueError, match=r"^table: give one of q, qs and table"):
+        make("with", [0.5, 0.5], 2, table=[[1.0]])
+    with pytest.raises(ValueError, match=r"^q: must be a non-empty 1-D vector"):
+        make("with", [["1/2", "1/2"]], 1)
+    with pytest.raises(ValueError, match=r"^table: an explicit joint law must have shape"):
+        make("explicit", table=[["1/3", "1/3"], [], ["1/3"]])
+    with pytest.raises(ValueError, match=r"^instance too large for the draft tuples"):
+        make("with", [0.5, 0.5], 10**30).tuple_weights()
