@@ -125,7 +125,7 @@ def build_law(scheme: str, q: list[Any] | None, n: int | None, table: Any = None
     elif qvals:
         qv = qvals[0]
     n_arg = n
-    if n_arg is None and qs is None:
+    if n_arg is None and qs is None and table is None:  # a table (or qs) says its own n
         n_arg = cls.fixed_n or DEFAULT_DRAFTS
     try:
         law = make(scheme, qv, n_arg, qs=qs, table=_host(table))

@@ -219,3 +219,26 @@ def test_plan_formats_and_bad_input():
         certify(p, law, {(0, (0, 1, 2)): Fraction(1)}, H)
     with pytest.raises(ValueError, match="outside"):
         certify(p, law, {(7, (0, 1)): Fraction(1)}, H)
+
+
+def test_per_entry_slack_does_not_add_up_to_a_wrong_value():
+    """Review of 2026-12-06: every token's mass 0.9e-9 over (within tol = 1e-9 each) gave a plan
+    worth V * 0.9e-9 more than α*, and a non-optimal H was certified at 0.75 where α* =
+    0.7499991.  The total excess now bounds α* from below, and the interval must fit tol."""
+    from mdsd_ot import certify
+    from mdsd_ot.drafts import make
+
+    V = 1000
+    p = np.full(V, 1 / V)
+    q = p.copy()
+    q[1] -= 9e-7
+    q[2:] -= 0.25 / (V - 2)
+    q[0] = 1 - q[1:].sum()
+    law = make("with", q, 1)
+    plan = {(i, (i,)): float(min(p[i], law.q[i]) + 0.9e-9) for i in range(V)}
+    c = certify(p, law, plan, [0, 1])
+    assert not c.ok and c.reason.startswith("not certified: the plan exceeds its marginals")
+    assert abs(float(c.excess_mass) - V * 0.9e-9) <= 1e-12
+    exact = {(i, (i,)): min(p[i], law.q[i]) for i in range(V)}  # the plan without the slack
+    assert not certify(p, law, exact, [0, 1]).ok  # H = {0, 1} is not optimal here
+    assert certify(p, law, exact, [0]).ok and certify(p, law, exact, [0]).excess_mass <= 1e-15
