@@ -54,12 +54,26 @@ def register(app: typer.Typer) -> None:
             check_int(trials, "--trials", 1, MAX_TRIALS)
         if witness is not None:
             check_input_file(Path(witness), "--witness")
+            if save is not None:
+                raise ValueError(
+                    "--out: writes the witnesses a run of the claims finds; --witness only "
+                    "reproduces those in its file, so drop --out (or --witness)"
+                )
             reps = []
-            for k, w in enumerate(W.load(witness)):
+            found = W.load(witness)
+            if not found:
+                raise ValueError(f"--witness: {witness} holds no witness")
+            for k, w in enumerate(found):
                 try:
                     reps.append(C.reproduce(w))
                 except ValueError as exc:  # name the file and the witness
                     raise ValueError(f"{witness} (witness {k}): {exc}") from None
+                except (IndexError, KeyError, TypeError, ZeroDivisionError, AttributeError) as exc:
+                    # a field of the wrong shape or type (rows out of range, "1/0", H = 0)
+                    raise ValueError(
+                        f"{witness} (witness {k}): malformed witness ({type(exc).__name__}: "
+                        f"{exc}); write it with --out of a run, or fix the field named"
+                    ) from None
             if as_json:
                 typer.echo(
                     json.dumps(

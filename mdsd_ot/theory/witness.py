@@ -69,6 +69,10 @@ def decode(x: Any) -> Any:
             return Fraction(x)
         except ValueError:
             return x
+        except ZeroDivisionError:
+            raise ValueError(
+                f"witness: {x!r} divides by zero; exact numbers are 'a/b' with b > 0"
+            ) from None
     if isinstance(x, dict):
         return {k: decode(v) for k, v in x.items()}
     if isinstance(x, list):

@@ -149,6 +149,31 @@ def test_cli_witness_directory_or_garbage_exits_2(tmp_path):
     assert invoke("claims", "--witness", str(tmp_path / "bad.json")).exit_code == 2
 
 
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"kind": "tu_minor", "matrix": [[1, 0], [0, 1]], "rows": [5], "cols": [0]},
+         "malformed witness (IndexError"),
+        ({"claim": "T12b", "kind": "en_formula", "q": ["1/0", "1"], "n": 2},
+         "'1/0' divides by zero"),
+        ({"witnesses": []}, "holds no witness"),
+    ],
+)  # fmt: skip
+def test_cli_malformed_witnesses_exit_2_naming_the_field(tmp_path, body, message):
+    """Review of 2026-12-06: such files exited 3 (an internal error), or 0 with nothing read."""
+    f = tmp_path / "w.json"
+    f.write_text(json.dumps({"format": W.FORMAT, **body}))
+    res = invoke("claims", "--witness", str(f))
+    assert res.exit_code == 2 and message in " ".join(res.output.split()), res.output
+
+
+def test_cli_witness_refuses_out(tmp_path):
+    f = tmp_path / "w.json"
+    f.write_text(json.dumps({"format": W.FORMAT, "witnesses": []}))
+    res = invoke("claims", "--witness", str(f), "--out", str(tmp_path / "x.json"))
+    assert res.exit_code == 2 and "--out: writes the witnesses a run" in res.output
+
+
 # -- hunt -------------------------------------------------------------------------------------
 
 
