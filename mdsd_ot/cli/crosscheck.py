@@ -26,6 +26,7 @@ import typer
 from rich.markup import escape
 
 from .. import _validate as V_
+from .._outputs import exact_text
 from ..drafts import SCHEMES, DraftLaw, Explicit, QLaw, make
 from ..drafts._base import Vector
 from ..reports.crosscheck import (
@@ -250,7 +251,7 @@ def render_report(report: CrosscheckReport) -> None:
             rows.append((m, "[red]error[/red]", ""))
             notes.append(f"[red]error: {m} on '{r.instance.label}': {escape(why)}[/red]")
         cells = [r.instance.label]
-        if r.alpha_exact is not None and len(str(r.alpha_exact)) <= 24:
+        if r.alpha_exact is not None and len(exact_text(r.alpha_exact)) <= 24:
             cells.append(f"[dim]exact α* = {r.alpha_exact}[/dim]")
         if len(rows) < len(cells):
             cells = ["\n".join(cells)]

@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from .._outputs import exact_text
 from ..api import DEFAULT_METHOD, solve
 from ..result import Result
 from ._common import (
@@ -39,7 +40,11 @@ from ._common import (
 from ._files import atomic_write, check_output_file, write_text
 from .crosscheck import TableOption, instance_from_options
 
-__all__ = ["register", "write_plan", "H_PRINT_MAX", "set_summary"]
+__all__ = ["register", "write_plan", "H_PRINT_MAX", "EXACT_PRINT_MAX", "set_summary"]
+
+#: The text output prints an exact α* of at most this many characters (a law with n = 10,000
+#: drafts has one of some 10,000 digits); --json and --out always carry it whole.
+EXACT_PRINT_MAX: int = 400
 
 #: Optimal sets with more tokens than this are summarised on the terminal (``--full``: all).
 H_PRINT_MAX = 64
@@ -76,10 +81,10 @@ def write_plan(plan: Any, path: str | Path, method: str = "") -> Path:
             f"--plan: method {method!r} returns no transport plan; use --method primal, "
             "bmatching, maxflow or reduced"
         )
-    if path.suffix not in (".npy", ".json"):
+    if path.suffix.lower() not in (".npy", ".json"):
         raise ValueError(f"--plan: give a file name ending in .npy or .json, got {str(path)!r}")
     if isinstance(plan, Mapping):
-        if path.suffix == ".npy":
+        if path.suffix.lower() == ".npy":
             raise ValueError(
                 f"--plan: method {method!r} returns a sparse plan {{(i, key): mass}}; "
                 "write it to a .json file"
@@ -95,7 +100,7 @@ def write_plan(plan: Any, path: str | Path, method: str = "") -> Path:
         body = {"format": "sparse", "method": method, "entries": entries}
         return write_text(path, "--plan", json.dumps(body))
     arr = np.asarray(plan)
-    if path.suffix == ".npy":
+    if path.suffix.lower() == ".npy":
         data64 = arr.astype(np.float64)
         return atomic_write(
             path, "--plan", lambda fh: np.save(fh, data64, allow_pickle=False), binary=True
@@ -133,7 +138,7 @@ def _summary(res: Result, p: np.ndarray) -> dict[str, Any]:
         "accuracy": float(res.accuracy),
     }
     if res.alpha_exact is not None:
-        out["alpha_exact"] = str(res.alpha_exact)
+        out["alpha_exact"] = exact_text(res.alpha_exact)
     mass = float(p[H].sum()) if H else 0.0
     # α* = 1 + P(H*) − Q(H*) (subset form (8)), so Q(H*) = 1 + P(H*) − α*
     out["H_summary"] = set_summary(H, mass, 1.0 + mass - float(res.alpha))
@@ -207,7 +212,14 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(shown))
             return
-        exact = f" = {res.alpha_exact}" if res.alpha_exact is not None else ""
+        exact = ""
+        if res.alpha_exact is not None:
+            text = exact_text(res.alpha_exact)
+            exact = (
+                f" = {text}"
+                if len(text) <= EXACT_PRINT_MAX
+                else f" (exactly a fraction of {len(text):,} characters: --json or --out give it)"
+            )
         typer.echo(f"instance: {inst.label}")
         typer.echo(f"α* = {res.alpha:.15g}{exact}")
         typer.echo(_set_text(summary, full))

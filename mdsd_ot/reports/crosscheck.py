@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from .._outputs import exact_text
 from ..exact import METHODS
 from .crosscheck_instances import (
     RANDOM_SCHEMES,
@@ -138,7 +139,7 @@ class InstanceReport:
         out["ok"] = bool(self.ok)
         out["checked"] = self.checked
         if self.alpha_exact is not None:
-            out["alpha_exact"] = str(self.alpha_exact)
+            out["alpha_exact"] = exact_text(self.alpha_exact)
         if self.certificate is not None:
             out["certificate"] = dict(self.certificate)
         if self.skipped:

@@ -105,6 +105,16 @@ def as_int_matrix(A: Any) -> np.ndarray:
         raise ValueError(f"A: must be a 2-D matrix, got shape {arr.shape}")
     if arr.size and not np.all(np.equal(np.mod(arr, 1), 0)):
         raise ValueError("A: total unimodularity is defined here for integer matrices only")
+    if arr.size:
+        with np.errstate(over="ignore"):
+            big = np.argwhere(np.abs(arr.astype(np.float64)) >= 2.0**62)
+        if big.size:  # int64 would wrap it (2^63 became -2^63, and np.abs of that overflows)
+            r, c = (int(v) for v in big[0])
+            raise ValueError(
+                f"A: entry {int(arr[r, c])} at ({r}, {c}) is beyond ±2^62, which the search's int64 "
+                "arithmetic cannot hold; it is itself a 1x1 minor outside {-1, 0, 1}, so A is not "
+                "totally unimodular"
+            )
     return arr.astype(np.int64)
 
 

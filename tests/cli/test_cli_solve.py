@@ -191,3 +191,28 @@ def test_solve_bad_input_exits_2(args, match):
     err = res.stderr.strip()
     assert len(err.splitlines()) == 1 and match in err, err
     assert "Traceback" not in res.output and res.stdout == ""
+
+
+def test_review_2026_12_06_exact_digits_plan_suffix_and_table_n(tmp_path):
+    """An exact α* of ~9,500 digits (n = 10,000) was an un-named error (Python's 4,300-digit
+    guard on str(int)); --plan plan.NPY was refused after the solve; an explicit --table of
+    n = 3 was refused without -n (the default n = 2 was passed along)."""
+    import sys
+
+    res = _solve("--p", "1,0", "--q", "1/3,2/3", "-n", "10000", "--method", "subset-exact")
+    assert res.exit_code == 0 and "exactly a fraction of" in res.output, res.output
+    res = _solve("--p", "1,0", "--q", "1/3,2/3", "-n", "10000", "--method", "subset-exact",
+                 "--json")  # fmt: skip
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        body = json.loads(res.output)
+        assert abs(float(Fraction(body["alpha_exact"])) - body["alpha"]) <= 1e-15
+    finally:
+        sys.set_int_max_str_digits(old)
+    res = _solve("--p", P, "--q", Q, "-n", "2", "--method", "primal", "--plan",
+                 str(tmp_path / "plan.NPY"))  # fmt: skip
+    assert res.exit_code == 0 and np.load(tmp_path / "plan.NPY").shape == (3, 3, 3)
+    np.save(tmp_path / "t3.npy", np.full((2, 2, 2), 1 / 8))
+    res = _solve("--scheme", "explicit", "--table", str(tmp_path / "t3.npy"), "--p", "1/2,1/2")
+    assert res.exit_code == 0 and "explicit V=2 n=3" in res.output, res.output

@@ -183,3 +183,13 @@ def test_dual_matrix_tu_exhaustive_V4():
     for scheme in ["with", "conditional-poisson"]:
         A, _ = dual_matrix(drafts.make(scheme, [0.25] * 4, 2))
         assert is_totally_unimodular(A, "exhaustive").is_tu is True
+
+
+@pytest.mark.parametrize("A", [[[2**63]], [[1e19]], [[-(2**63)]], [[2**70]], [[-1e19, 1], [1, 1]]])
+def test_entries_beyond_int64_are_refused_not_wrapped(A):
+    """Review of 2026-12-06: 2^63 wrapped to -2^63 in int64 and np.abs overflowed, so [[2^63]]
+    was called totally unimodular."""
+    from mdsd_ot.theory import is_totally_unimodular
+
+    with pytest.raises(ValueError, match=r"^A: entry -?\d+ at \(0, 0\) is beyond ±2\^62"):
+        is_totally_unimodular(A)
