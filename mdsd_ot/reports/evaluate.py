@@ -95,8 +95,15 @@ def select_laws(n: int, laws: Sequence[str] | None) -> list[str]:
 
 
 def _verifier_names(law: str, n: int, V: int, wanted: Sequence[str] | None):
-    """Names of the verifiers defined for ``law`` (a uniform q stands in for the row's q)."""
-    names = applicable(make_law(law, np.full(V, 1.0 / V), n))
+    """Names of the verifiers defined for ``law`` (a uniform q stands in for the row's q; its
+    refusal is about the vocabulary, so the message says so, not the stand-in's support)."""
+    try:
+        names = applicable(make_law(law, np.full(V, 1.0 / V), n))
+    except ValueError as exc:
+        raise ValueError(
+            f"n: the {law} law is undefined with n = {n} drafts over a vocabulary of V = {V} "
+            "tokens; use a smaller n"
+        ) from exc
     return names if wanted is None else [x for x in names if x in wanted]
 
 

@@ -280,3 +280,17 @@ def test_skipped_positions_are_counted():
     by_law = {r["law"]: r for r in gap_report(P, Q, 2, samples=50)["results"]}
     assert by_law["with"]["positions"] == 3 and "skipped_positions" not in by_law["with"]
     assert by_law["without"]["positions"] == 3 and by_law["without"]["skipped_positions"] == 1
+
+
+def test_a_law_undefined_for_the_vocabulary_says_so():
+    """Review of 2026-12-06: with n > V the note quoted the uniform stand-in q ("q has only 2
+    token(s) with positive mass") where the row's q had one."""
+    from mdsd_ot.reports.evaluate import evaluate
+
+    rows = evaluate(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]), 3, rng=0)
+    by_law = {r.law: r for r in rows}
+    for law in ("without", "conditional-poisson", "greedy"):
+        assert by_law[law].skipped == (
+            f"n: the {law} law is undefined with n = 3 drafts over a vocabulary of V = 2 "
+            "tokens; use a smaller n"
+        )
