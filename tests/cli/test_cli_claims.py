@@ -313,3 +313,21 @@ def test_hunt_out_not_written_without_a_witness(tmp_path):
     assert res.exit_code == 0 and "no violation found" in res.output
     assert "nothing written" in res.output and not f.exists()
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_hunt_witness_headline_value_is_checked(tmp_path):
+    """Review of 2026-12-06: a hunt witness's stored "value" (and "excess") was never compared,
+    nor was a stored figure that is not a number; "99" or -1 still "reproduced"."""
+    f = tmp_path / "h.json"
+    assert invoke("hunt", "en-vs-sequential", "--budget", "1", "--out", str(f)).exit_code == 0
+    body = json.loads(f.read_text())
+    assert invoke("claims", "--witness", str(f)).exit_code == 0
+    w = body["witnesses"][0] if "witnesses" in body else body
+    for key, bad in (("value", "99"), ("value", -1), ("excess", "1/2"), ("alpha_en", "x")):
+        changed = {**w, key: bad}
+        g = tmp_path / "bad.json"
+        g.write_text(
+            json.dumps({**body, "witnesses": [changed]} if "witnesses" in body else changed)
+        )
+        res = invoke("claims", "--witness", str(g))
+        assert res.exit_code == 1, (key, bad, res.output)
