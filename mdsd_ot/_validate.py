@@ -379,6 +379,25 @@ def _host(x: Any) -> np.ndarray:
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
+def checked_before_cast(a: np.ndarray, name: str, itemsize: int) -> np.ndarray:
+    """numpy rows about to be cast to a float type of ``itemsize`` bytes: where their own float
+    type is narrower, checked at its tolerance as given and renormalised in float64 first
+    (:func:`checked_rows`: a normalised float32 row sums to 1 within float32's rounding, not
+    float64's); otherwise returned as they are.
+
+    Examples
+    --------
+    >>> q32 = np.array([1 / 3, 1 / 3, 1 / 3], np.float32)
+    >>> q32 /= q32.sum()
+    >>> checked_before_cast(q32, "q", 8).dtype, round(float(checked_before_cast(q32, "q", 8).sum()), 15)
+    (dtype('float64'), 1.0)
+    """
+    if a.dtype.kind == "f" and a.dtype.itemsize < itemsize:
+        X, single = checked_rows(a, name)
+        return X[0] if single else X
+    return a
+
+
 def device_rows(x: Any, name: str = "p") -> Any:
     """A tensor checked by the dtype rule, as (B, V) rows.
 

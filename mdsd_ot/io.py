@@ -230,7 +230,7 @@ def _host(x: Any, key: str) -> np.ndarray:
                     f"{key}: bfloat16 rows cannot meet the sum check of a stored shard; store "
                     f"float32 or float64 ({key}.float()), normalised after the cast"
                 )
-        return t.numpy()
+        return V_._host(t)
     return np.asarray(x)
 
 

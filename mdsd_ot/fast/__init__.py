@@ -131,10 +131,8 @@ def _same_library(p: Any, q: Any) -> tuple[Any, Any]:
     xp = bk.namespace(ref)
     dtype = ref.dtype if ref.dtype in (xp.float32, xp.float64) else None
     a = np.asarray(q if p is ref else p)
-    lower = dtype == xp.float64 and a.dtype in (np.float16, np.float32)
-    if lower or (dtype == xp.float32 and a.dtype == np.float16):  # checked as given, then cast
-        X, single = V_.checked_rows(a, "q" if p is ref else "p")
-        a = X[0] if single else X
+    if dtype is not None:  # checked as given where narrower, then cast
+        a = V_.checked_before_cast(a, "q" if p is ref else "p", ref.dtype.itemsize)
     other = xp.asarray(a, dtype=dtype, device=ref.device)
     return (ref, other) if p is ref else (other, ref)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from ..drafts import DraftLaw, Vector
 from . import stats
 from ._common import EXACT_ALPHA_MAX_V, accepted_flags, alpha_star_of, q_of
@@ -135,15 +136,9 @@ def _batch_hint(batch: bool) -> str:
 def _host(x: Any) -> Any:
     """``x`` with torch tensors (any device, any ``requires_grad``) moved to numpy: a tensor,
     or a list of them (one per call in single mode)."""
-
-    def one(v: Any) -> Any:
-        if hasattr(v, "detach") and hasattr(v, "cpu") and hasattr(v, "numpy"):
-            return v.detach().cpu().numpy()
-        return v
-
     if isinstance(x, list | tuple):
-        return [one(v) for v in x]
-    return one(x)
+        return [V_._host(v) if hasattr(v, "detach") else v for v in x]
+    return V_._host(x) if hasattr(x, "detach") else x
 
 
 def _run(sampler: Sampler, p, q, t: np.ndarray, rng, batch: bool, V: int):

@@ -129,12 +129,7 @@ def _as_tensors(torch: Any, p: Any, q: Any) -> tuple[Any, Any]:
         if isinstance(x, torch.Tensor):
             out.append(x)
         elif ref is not None and ref.dtype in (torch.float32, torch.float64):
-            a = V_.real_array(x, name)
-            if a.dtype.kind == "f" and a.dtype.itemsize < ref.dtype.itemsize:
-                # checked at its own dtype's tolerance, as given, then cast: a normalised
-                # float32 (float16) row sums to 1 within its rounding, not float64's
-                X, single = V_.checked_rows(a, name)
-                a = X[0] if single else X
+            a = V_.checked_before_cast(V_.real_array(x, name), name, ref.dtype.itemsize)
             out.append(torch.as_tensor(a, dtype=ref.dtype, device=ref.device))
         else:
             out.append(_own_tensor(torch, x, name))

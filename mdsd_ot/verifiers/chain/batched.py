@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _validate as V_
 from ...fast import _backend as bk
 from .batched_draws import kernel_row, sample_relabel_rows
 from .batched_plans import RowPlans, cp2_rows, law_error_bound, relabel_rows
@@ -186,6 +187,26 @@ def verify_rows(
     return (out, accepted, plans) if return_plans else (out, accepted)
 
 
+def numpy_rng(rng: Any) -> np.random.Generator:
+    """A numpy Generator for a host route: a numpy Generator itself, one seeded by one draw of
+    a ``torch.Generator`` (on its device), else ``np.random.default_rng(rng)`` (a seed, None).
+
+    Examples
+    --------
+    >>> g = np.random.default_rng(0)
+    >>> numpy_rng(g) is g, type(numpy_rng(3)).__name__
+    (True, 'Generator')
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if hasattr(rng, "manual_seed") and hasattr(rng, "device"):  # a torch.Generator
+        import torch
+
+        seed = int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
+        return np.random.default_rng(seed)
+    return np.random.default_rng(rng)
+
+
 def _near_point_mass_rows(plans: RowPlans, P: Any, Q: Any, t: Any, rng: Any, out: Any, acc: Any):
     r"""The ``cp2`` rows whose a-priori law bound exceeds
     :data:`~.cp2.KERNEL_LAW_TOL` (q within about 1e-3 of a point mass, where the bound divides
@@ -205,22 +226,11 @@ def _near_point_mass_rows(plans: RowPlans, P: Any, Q: Any, t: Any, rng: Any, out
     if len(rows) == 0:
         return
     sel = xp.asarray(rows, device=getattr(P, "device", None))
-    Ph, Qh, th = (
-        np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
-        for x in (P[sel], Q[sel], t[sel])
-    )
-    if isinstance(rng, np.random.Generator):
-        g = rng
-    elif hasattr(rng, "device") and hasattr(rng, "manual_seed"):  # a torch.Generator
-        import torch
-
-        g = np.random.default_rng(
-            int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
-        )
-    else:  # a seed or None: a stream of its own, apart from the device draws' stream
-        g = np.random.default_rng(
-            np.random.SeedSequence(rng).spawn(1)[0] if rng is not None else None
-        )
+    Ph, Qh, th = (V_._host(x) for x in (P[sel], Q[sel], t[sel]))
+    if isinstance(rng, int | np.integer):  # a seed: a stream apart from the device draws'
+        g = np.random.default_rng(np.random.SeedSequence(int(rng)).spawn(1)[0])
+    else:
+        g = numpy_rng(rng)
     o = np.empty(th.shape[:-1], dtype=np.int64)  # the bad rows only, in order
     alpha, err = np.empty(len(rows)), np.empty(len(rows))
     for j in range(len(rows)):

@@ -40,6 +40,7 @@ import numpy as np
 from ... import _validate as V_
 from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithReplacement
 from .._base import Verifier
+from .batched import numpy_rng
 from .exact import exact_plan, exact_seq2_plan, exact_swap_plan, given
 from .plan import Plan, build_plan
 from .rows import slot_mass_imbalance
@@ -139,8 +140,8 @@ def _row_shapes(P: Any, Qd: Any) -> tuple[int, int]:
 def _token_array(draft_tokens: Any, B: int, host: bool = False) -> Any:
     """``draft_tokens`` as an array (numpy, or the tensor itself; ``host``: a tensor copied to
     numpy); one (n,) tuple is one row."""
-    if host and hasattr(draft_tokens, "detach"):
-        draft_tokens = draft_tokens.detach().cpu().numpy()
+    if host:
+        draft_tokens = V_._host(draft_tokens)
     t = draft_tokens if hasattr(draft_tokens, "ndim") else np.asarray(draft_tokens)
     return t[None] if t.ndim == 1 and B == 1 else t
 
@@ -159,18 +160,6 @@ def host_rows(X: Any, name: str) -> Any:
     return X.detach().cpu().numpy()
 
 
-def numpy_rng(rng: Any) -> np.random.Generator:
-    """A numpy Generator for a host route: ``rng`` itself, or one seeded from a
-    ``torch.Generator`` (one draw of it, on its device)."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    import torch
-
-    return np.random.default_rng(
-        int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
-    )
-
-
 def tensor_like(X: Any, ref: Any, name: str) -> Any:
     """``X`` as a tensor on ``ref``'s device in ``ref``'s dtype (float64 unless ``ref`` is
     float32): a tensor as it is; numpy rows (or a list) of a lower precision checked at their
@@ -179,11 +168,8 @@ def tensor_like(X: Any, ref: Any, name: str) -> Any:
         return X
     import torch
 
-    a = np.asarray(X)
     dtype = ref.dtype if ref.dtype in (torch.float32, torch.float64) else torch.float64
-    if a.dtype.kind == "f" and a.dtype.itemsize < dtype.itemsize:
-        X, single = V_.checked_rows(a, name)
-        a = X[0] if single else X
+    a = V_.checked_before_cast(np.asarray(X), name, dtype.itemsize)
     return torch.as_tensor(np.asarray(a, dtype=np.float64), dtype=dtype, device=ref.device)
 
 
@@ -242,13 +228,8 @@ def on_host(run: Any, P: Any, Qd: Any, draft_tokens: Any, rng: Any) -> tuple[Any
     import torch  # tensors given: torch is installed
 
     dev = P.device
-    t = draft_tokens.detach().cpu().numpy() if hasattr(draft_tokens, "detach") else draft_tokens
-    host = (
-        rng
-        if not isinstance(rng, torch.Generator)
-        else int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
-    )
-    out, acc = run(host_rows(P, "P"), host_rows(Qd, "Qd"), t, host)
+    t = V_._host(draft_tokens)
+    out, acc = run(host_rows(P, "P"), host_rows(Qd, "Qd"), t, numpy_rng(rng))
     return torch.from_numpy(out).to(dev), torch.from_numpy(acc).to(dev)
 
 
