@@ -605,6 +605,16 @@ def check_same_length(p: Sequence[Any], q: Sequence[Any], pname: str = "p", qnam
         )
 
 
+def check_on_vocabulary(values: Sequence[Any], V: int, name: str = "p") -> None:
+    """Check that a vector named ``name`` is over the draft law's vocabulary of ``V`` tokens;
+    the error names ``name`` first, since that is the argument a caller mistyped."""
+    if len(values) != V:
+        raise ValueError(
+            f"{name}: has length {len(values)} but the draft law is over V = {V} tokens; pass a "
+            f"{name} of length {V}, or build the draft over {name}'s vocabulary"
+        )
+
+
 def check_size(size: int, limit: int, what: str, hint: str) -> None:
     """Refuse an instance larger than ``limit`` (named ``what``), pointing to ``hint``."""
     if size > limit:

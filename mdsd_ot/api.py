@@ -76,7 +76,7 @@ def solve(p: Any, draft: DraftLaw, method: str = DEFAULT_METHOD) -> Result:
             f"got {type(draft).__name__}"
         )
     pv = p if isinstance(p, Vector) else Vector(p, "p")
-    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     name = _resolve(method, draft)
     if name not in METHODS:
         raise ValueError(

@@ -92,7 +92,9 @@ def test_batch_names_the_bad_row():
 def test_solve_checks_p_against_the_draft():
     import mdsd_ot
 
-    with pytest.raises(ValueError, match=r"has length 3 but p has length 2"):
+    with pytest.raises(
+        ValueError, match=r"^p: has length 2 but the draft law is over V = 3 tokens"
+    ):
         mdsd_ot.solve([0.5, 0.5], WithReplacement([0.2, 0.3, 0.5], 2), method="subset")
     with pytest.raises(ValueError, match="method: unknown method 'nope'"):
         mdsd_ot.solve([0.5, 0.5], WithReplacement([0.2, 0.8], 2), method="nope")

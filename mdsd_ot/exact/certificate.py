@@ -243,7 +243,7 @@ def certify(
     """
     pv = p if isinstance(p, Vector) else Vector(p, "p")
     V, n = draft.V, draft.n
-    V_.check_same_length(pv.float, np.empty(V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, V, "p")
     entries, key_kind, plan_exact = _parse_plan(plan, V, n)
     exact = pv.rational and draft.rational and plan_exact
     tolerance = float(tol) if tol is not None else (0.0 if exact else DEFAULT_TOL)

@@ -72,7 +72,7 @@ def _tuple_edges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _pvector(p: Any, draft: DraftLaw) -> Vector:
     pv = p if isinstance(p, Vector) else Vector(p, "p")
-    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     return pv
 
 

@@ -282,7 +282,7 @@ def optimal_plan(p: Any, draft: DraftLaw, exact: bool | None = None) -> OptimalP
     """
     pv = p if isinstance(p, Vector) else Vector(p, "p")
     V, n = draft.V, draft.n
-    V_.check_same_length(pv.float, np.empty(V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, V, "p")
     if exact is None:
         exact = pv.rational and draft.rational
     _limits.check_power(

@@ -124,7 +124,7 @@ def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[
     1 [0, 1] 3/8
     """
     pv = p if isinstance(p, Vector) else Vector(p, "p")
-    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     t0 = time.perf_counter()
     sets = check_size(draft)
     if exact is None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate as V_
 from ..drafts import DraftLaw, Vector
 from ._common import accepted_flags, p_of, q_of
 from .coins import MAX_DEPTH, MAX_PATHS, enumerate_paths
@@ -156,8 +157,7 @@ def exact_law(
             f"{type(draft).__name__}"
         )
     pv = Vector(p, "p")
-    if len(pv) != draft.V:
-        raise ValueError(f"p: has length {len(pv)} but the draft law has V = {draft.V} tokens")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     exact = pv.rational and draft.rational
     pl, ql = p_of(pv, exact), q_of(draft, exact)
     zero: Any = Fraction(0) if exact else 0.0

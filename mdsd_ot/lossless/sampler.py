@@ -270,8 +270,7 @@ def check_sampler(
     if int(tests) < 1:
         raise ValueError(f"tests: must be >= 1, got {tests}")
     pv = Vector(p, "p")
-    if len(pv) != draft.V:
-        raise ValueError(f"p: has length {len(pv)} but the draft law has V = {draft.V} tokens")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     pf = pv.float.copy()
     a = level / int(tests)
     if samples is None:

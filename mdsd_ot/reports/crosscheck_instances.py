@@ -86,7 +86,7 @@ def make_instance(p: Any, draft: DraftLaw, label: str = "") -> Instance:
     >>> make_instance([0.5, 0.5], WithReplacement([0.5, 0.3, 0.2], 2))
     Traceback (most recent call last):
     ...
-    ValueError: draft (its vocabulary): has length 3 but p has length 2; both must be distributions over the same vocabulary
+    ValueError: p: has length 2 but the draft law is over V = 3 tokens; pass a p of length 3, or build the draft over p's vocabulary
     """
     if not isinstance(draft, DraftLaw):
         raise ValueError(
@@ -94,7 +94,7 @@ def make_instance(p: Any, draft: DraftLaw, label: str = "") -> Instance:
             f"got {type(draft).__name__}"
         )
     pv = p if isinstance(p, Vector) else Vector(p, "p")
-    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     return Instance(pv, draft, label or _label(draft))
 
 

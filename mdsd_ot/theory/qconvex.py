@@ -128,7 +128,7 @@ def q_vector(draft: DraftLaw, q: Any, exact: bool) -> list[Any]:
     if q is None:
         return reference_q(draft, exact)
     v = Vector(q, "q")
-    V_.check_same_length(np.empty(draft.V), v.float, "draft (its vocabulary)", "q")
+    V_.check_on_vocabulary(v.float, draft.V, "q")
     return list(v.values(exact))
 
 
@@ -288,7 +288,7 @@ def prefix_optimality_gap(
     (Fraction(0, 1), Fraction(15, 16))
     """
     pv = Vector(p, "p")
-    V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+    V_.check_on_vocabulary(pv.float, draft.V, "p")
     ex = _exact_flag(draft, exact, pv.rational)
     Qt = q_table(draft, ex)
     pl = list(pv.values(ex))

@@ -316,7 +316,7 @@ class Verifier:
         """
         draft = self._law(None)
         pv = V_.prob_vector(p, "p")
-        V_.check_same_length(pv, np.empty(draft.V), "p", "draft (its vocabulary)")
+        V_.check_on_vocabulary(pv, draft.V, "p")
         t = self._tokens(draft_tokens, draft)
         out = np.asarray(self._sample(pv, draft, t, _rng(rng)), dtype=np.int64)
         return out, (t == out[:, None]).any(axis=1)
@@ -405,7 +405,7 @@ class Verifier:
         """
         draft = self._law(draft)
         pv = Vector(p, "p")
-        V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+        V_.check_on_vocabulary(pv.float, draft.V, "p")
         ex = (pv.rational and draft.rational) if exact is None else bool(exact)
         try:
             ctx = self._setup(list(pv.values(ex)), draft, ex)
@@ -434,7 +434,7 @@ class Verifier:
         r"""The verification rule :math:`\pi(\cdot \mid \bar i)` for one draft tuple (its support)."""
         draft = self._law(draft)
         pv = Vector(p, "p")
-        V_.check_same_length(pv.float, np.empty(draft.V), "p", "draft (its vocabulary)")
+        V_.check_on_vocabulary(pv.float, draft.V, "p")
         ex = (pv.rational and draft.rational) if exact is None else bool(exact)
         tup = tuple(int(i) for i in draft_tuple)  # checked before the (costly) plan
         if len(tup) != draft.n:

@@ -376,7 +376,7 @@ class Optimal(Verifier):
             return eng.certificate(p)
         pv = V_.prob_vector(p, "p")
         law = self._law(draft)
-        V_.check_same_length(np.empty(law.V), pv, "draft (its vocabulary)", "p")
+        V_.check_on_vocabulary(pv, law.V, "p")
         if isinstance(eng, ReducedOptimal):  # ε = 0 only for a method that yields the plan
             eng.plan(p, law)  # (a ValueError names a method without one, e.g. "fast")
         return {"construction": self.method or default_method(law), "eps": 0.0,

@@ -252,7 +252,7 @@ class ChainOptimal(Verifier):
         """The :class:`~mdsd_ot.verifiers.chain.plan.Plan` of one position (cached for the last p)."""
         draft = self._law(draft)
         pv = V_.prob_vector(p, "p")
-        V_.check_same_length(pv, draft.q, "p", "draft (its vocabulary)")
+        V_.check_on_vocabulary(pv, draft.V, "p")
         return self._plan_of(pv, draft)
 
     def _plan_of(self, pv: np.ndarray, draft: DraftLaw) -> Plan:
