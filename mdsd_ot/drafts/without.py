@@ -24,7 +24,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._base import _EPS, QLaw, as_rng, one, zero
+from .. import _validate as V_
+from ._base import _EPS, JOINT_MAX_ENTRIES, QLaw, as_rng, one, zero
 from ._sets import (
     SetWeights,
     combinations,
@@ -113,6 +114,14 @@ class WithoutReplacement(QLaw):
         """
         qv = self.qvals(exact)
         H = [int(i) for i in np.flatnonzero(mask) if qv[i] > 0]
+        V_.check_size(
+            self._Q_work(len(H), exact),
+            JOINT_MAX_ENTRIES,
+            f"Q(H) of {self!r} with |H| = {len(H)}",
+            "Q of the sequential law sums over the ordered (n-1)-tuples of H; use a smaller H "
+            "(or Q_two when n = 2), or the fast solver (mdsd_ot.alpha_star), which never "
+            "evaluates Q",
+        )
         if not exact:
             return self._Q_floats(np.asarray(qv, dtype=np.float64), np.array(H, dtype=np.int64))
         o = one(True)
@@ -135,6 +144,15 @@ class WithoutReplacement(QLaw):
             return tot
 
         return f(frozenset(), z, self.n)
+
+    def _Q_work(self, m: int, exact: bool) -> int:
+        """Terms of one Q(H) with m tokens of H in the support: the ordered (n−1)-tuples in
+        floats; in Fractions the memoised drawn sets of size < n − 1, m steps each."""
+        if self.n <= 1 or m < self.n:
+            return m
+        if exact:
+            return sum(math.comb(m, k) for k in range(self.n - 1)) * m
+        return math.perm(m, self.n - 1)
 
     def _Q_floats(self, q: np.ndarray, H: np.ndarray) -> float:
         """Q(H) in floats: the sum over blocks of ordered (n−1)-tuples of distinct tokens of H."""

@@ -96,3 +96,20 @@ def test_Q_in_floats_is_fast_at_V_2000():
     t = time.perf_counter()
     WithoutReplacement(q, 2).Q_two(H)
     assert time.perf_counter() - t < 0.5
+
+
+def test_Q_refuses_before_the_work_when_the_tuples_are_too_many():
+    """Found by the draft-law fuzzer (2026-12-06): V = 40, n = 8 ran 9 s into a MemoryError.
+    One Q(H) sums over perm(|H|, n-1) ordered tuples in floats, and over the memoised drawn
+    sets in Fractions; both are counted first and refused above 2^24 with the way out."""
+    q = np.random.default_rng(0).dirichlet(np.ones(40))
+    with pytest.raises(ValueError, match=r"Q\(H\) of WithoutReplacement\(V=40, n=8\) with "
+                       r"\|H\| = 40: needs 93,963,542,400 .*fast solver"):  # fmt: skip
+        WithoutReplacement(q, 8).Q(np.ones(40, bool))
+    with pytest.raises(ValueError, match=r"needs 183,939,160 entries"):  # the memoised count
+        WithoutReplacement([Fraction(1, 40)] * 40, 8).Q(np.ones(40, bool))
+    # the count is of H's support tokens: a small H of the same law is still answered
+    H = np.zeros(40, bool)
+    H[:9] = True
+    assert 0 < WithoutReplacement(q, 8).Q(H) < 1
+    assert WithoutReplacement(q, 2).Q(np.ones(40, bool)) == 1.0
