@@ -57,6 +57,24 @@ Number = Any  # float or Fraction
 _EPS = 2.0**-53
 
 
+def exact_words(values: Sequence[Number], n: int) -> int:
+    r"""64-bit words of the largest number a product of n of ``values`` (Fractions) forms, with
+    a multinomial coefficient: :math:`\lceil n\,(B + \log_2(n + 1)) / 64 \rceil`, B the
+    largest bit length of a numerator or denominator; at least 1.
+
+    The exact size guards count a Fraction term once per word, since big-integer arithmetic
+    costs at least that (n = 10,000 i.i.d. drafts over thirds: 2,400 words a term).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> exact_words([Fraction(1, 3), Fraction(2, 3)], 2), exact_words([Fraction(1, 3)], 10_000)
+    (1, 2393)
+    """
+    B = max((max(abs(v.numerator), v.denominator).bit_length() for v in values), default=1)
+    return max(1, math.ceil(n * (B + math.log2(n + 1)) / 64))
+
+
 class Vector:
     """A validated distribution kept both as float64 and (lazily) as exact Fractions.
 
@@ -341,23 +359,41 @@ class DraftLaw:
         support of the joint law)."""
         return self.support_size_bound() * self.n
 
-    def set_weight_work(self) -> int:
+    def set_weight_work(self, exact: bool | None = None) -> int:
+        """Steps of :meth:`set_weight_table` in the given arithmetic (default: the law's own):
+        the terms it sums (:meth:`_set_weight_terms`), each counted once per 64-bit word of
+        the numbers it forms in Fractions (:meth:`_term_words`; 1 in floats)."""
+        ex = self.rational if exact is None else bool(exact)
+        return self._set_weight_terms(ex) * (self._term_words() if ex else 1)
+
+    def _set_weight_terms(self, exact: bool) -> int:
         """Terms summed by :meth:`set_weight_table` (the default aggregates the joint law: n per
         draft tuple)."""
         return self.support_size_bound() * self.n
+
+    def _term_words(self) -> int:
+        """64-bit words of the largest Fraction one term forms (the default sums the joint law's
+        entries: 1)."""
+        return 1
 
     # -- set and tuple weights (the exact solvers' capacities) -----------------------------
     def set_count_bound(self) -> int:
         """An upper bound on the number of token sets S with :math:`w_S > 0`, without building them."""
         return self.support_size_bound()
 
-    def _guard_set_table(self, hint: str = "use method='fast'") -> None:
-        """Refuse a set table above MAX_SETS sets or MAX_SET_WORK terms, before building it."""
-        from ._sets import MAX_SET_WORK, MAX_SETS
+    def _guard_set_table(self, hint: str = "use method='fast'", exact: bool | None = None) -> None:
+        """Refuse a set table above MAX_SETS sets or MAX_SET_WORK terms, before building it
+        (``exact``: the arithmetic it will be built in, for laws that count it)."""
+        from ._sets import MAX_EXACT_SET_WORK, MAX_SET_WORK, MAX_SETS
 
         what = f"the token sets of {self!r}"
         V_.check_size(self.set_count_bound(), MAX_SETS, what, hint)
-        V_.check_size(self.set_weight_work(), MAX_SET_WORK, what, hint)
+        exact = self.rational if exact is None else bool(exact)
+        limit = MAX_EXACT_SET_WORK if exact else MAX_SET_WORK
+        if exact:
+            what += " in Fractions"
+            hint += ", or exact=False (floats)"
+        V_.check_size(self.set_weight_work(exact), limit, what, hint)
 
     def set_weight_table(self, exact: bool | None = None):
         r"""The set weights :math:`w_S = \Pr[\{\bar i_1, \dots, \bar i_n\} = S]` as a table.
@@ -501,6 +537,10 @@ class QLaw(DraftLaw):
     def reference_q(self, exact: bool = False) -> Any:
         """The law's own q (Fractions with ``exact=True``)."""
         return list(self.qvals(True)) if exact else self.q
+
+    def _term_words(self) -> int:
+        """A term multiplies up to n entries of q (and a multinomial): :func:`exact_words`."""
+        return exact_words(self.qvals(True), self.n)
 
     def q_eval_work(self) -> int:
         """One Q(H) of a law with a product or closed form: about n passes over the vocabulary."""

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_SETS",
     "MAX_TUPLES",
     "MAX_SET_WORK",
+    "MAX_EXACT_SET_WORK",
 ]
 
 #: Largest number of token sets a set table may hold (about 0.85 kB of memory each at the peak
@@ -37,6 +38,9 @@ MAX_SETS: int = 2**23
 #: Largest number of elementary operations spent building a set table (the size guard counts
 #: the terms it will sum, not only the sets).
 MAX_SET_WORK: int = 2**28
+#: The same in Fractions, counted in word-terms (a term once per 64-bit word of its numbers,
+#: :func:`~mdsd_ot.drafts._base.exact_words`); about 2 µs each, so about a minute.
+MAX_EXACT_SET_WORK: int = 2**25
 #: Largest number of draft tuples a float tuple table may hold.
 MAX_TUPLES: int = 2**22
 #: What to use instead when a tuple table is too large.

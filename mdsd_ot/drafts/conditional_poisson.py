@@ -122,14 +122,14 @@ class ConditionalPoisson(QLaw):
     def set_count_bound(self):
         return math.comb(self.support_count(), self.n)
 
-    def set_weight_work(self) -> int:
+    def _set_weight_terms(self, exact: bool) -> int:
         """Terms of :meth:`set_weight_table`: C(m, n) sets × n factors."""
         return self.set_count_bound() * self.n
 
     def set_weight_table(self, exact=None):
         r"""Closed form :math:`w_S = \prod_{i \in S} q(i) / e_n(q)` for |S| = n."""
         ex = self.rational if exact is None else exact
-        self._guard_set_table()
+        self._guard_set_table(exact=ex)
         sup, n = self.support(), self.n
         tiny = not ex and self._tiny()  # formed exactly, rounded once at the end
         q = np.array(list(self.qvals(ex or tiny)), dtype=object if ex or tiny else np.float64)

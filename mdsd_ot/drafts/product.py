@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as V_
-from ._base import _EPS, DraftLaw, Number, Vector, as_rng, fmt, one, zero
+from ._base import _EPS, DraftLaw, Number, Vector, as_rng, exact_words, fmt, one, zero
 from ._sets import (
     SetWeights,
     combinations,
@@ -20,10 +20,12 @@ from ._sets import (
 )
 from .sampling import InverseCDF
 
-__all__ = ["Product", "MAX_PRODUCT_DRAFTS"]
+__all__ = ["Product", "MAX_PRODUCT_DRAFTS", "MAX_PRODUCT_ENTRIES"]
 
 #: A product law stores its n distributions: at most this many drafts.
 MAX_PRODUCT_DRAFTS: int = 2**16
+#: ... and at most this many entries n·V in all (2 GiB of float64).
+MAX_PRODUCT_ENTRIES: int = 2**28
 
 
 class Product(DraftLaw):
@@ -43,7 +45,9 @@ class Product(DraftLaw):
     def __init__(self, qs: Sequence[Any]):
         if len(qs) < 1:
             raise ValueError("qs: give at least one draft distribution (n >= 1)")
-        self._qvs = [Vector(q, f"qs[{j}]") for j, q in enumerate(qs)]
+        self._qvs = [
+            q if isinstance(q, Vector) else Vector(q, f"qs[{j}]") for j, q in enumerate(qs)
+        ]
         self.V = len(self._qvs[0])
         for j, qv in enumerate(self._qvs):
             V_.check_same_length(self._qvs[0].float, qv.float, "qs[0]", f"qs[{j}]")
@@ -62,7 +66,14 @@ class Product(DraftLaw):
                     f"{MAX_PRODUCT_DRAFTS:,}; for n i.i.d. drafts from one q use "
                     "WithReplacement(q, n)"
                 )
-            qs = [q] * n
+            qv = q if isinstance(q, Vector) else Vector(q, "q")
+            V_.check_size(
+                n * len(qv),
+                MAX_PRODUCT_ENTRIES,
+                f"a product law of n = {n:,} copies of a q over V = {len(qv):,} tokens",
+                "for n i.i.d. drafts from one q use WithReplacement(q, n), which stores q once",
+            )
+            qs = [qv] * n  # one parsed q, n references
         if n is not None and V_.check_n(n) != len(qs):
             raise ValueError(f"n: got n={n} but {len(qs)} draft distributions in qs")
         return cls(qs)
@@ -135,7 +146,12 @@ class Product(DraftLaw):
     def set_count_bound(self):
         return count_sets(len(self._support()), self._sizes())
 
-    def set_weight_work(self) -> int:
+    def _term_words(self) -> int:
+        """A term multiplies one entry of each q_j: :func:`~mdsd_ot.drafts._base.exact_words`
+        over all of them."""
+        return exact_words([x for j in range(self.n) for x in self.qvals(j, True)], self.n)
+
+    def _set_weight_terms(self, exact: bool) -> int:
         """Terms of :meth:`set_weight_table`: C(m, k) sets × n draws × k tokens × 2^k states."""
         m = len(self._support())
         return sum(math.comb(m, k) * self.n * k * 2**k for k in self._sizes())
@@ -148,7 +164,7 @@ class Product(DraftLaw):
         cancellation), and the work is :math:`n\,k\,2^k` per set of size k, whatever n.
         """
         ex = self.rational if exact is None else exact
-        self._guard_set_table("use method='subset'")
+        self._guard_set_table("use method='subset'", exact=ex)
         sup, n = self._support(), self.n
         dt = object if ex else np.float64
         qs = [np.array(list(self.qvals(j, ex)), dtype=dt) for j in range(n)]

@@ -86,12 +86,18 @@ class WithReplacement(QLaw):
             return "compositions"
         return "dp"
 
-    def set_weight_work(self) -> int:
-        """Terms summed by :meth:`set_weight_table`: per set of size k, the cheaper of
-        C(n−1, k−1) compositions × k and the covering DP's n·k·2^k."""
-        m = self.support_count()
+    def _set_weight_terms(self, exact: bool) -> int:
+        """Per set of size k, the terms of the route :meth:`set_weight_table` takes: C(n−1, k−1)
+        compositions × k, or the covering DP's n·k·2^k (floats take the DP when n! overflows,
+        n > 170)."""
+        m, n = self.support_count(), self.n
         return sum(
-            math.comb(m, k) * min(math.comb(self.n - 1, k - 1) * k, self.n * k * 2**k)
+            math.comb(m, k)
+            * (
+                math.comb(n - 1, k - 1) * k
+                if self._route(k, exact) == "compositions"
+                else n * k * 2**k
+            )
             for k in self._sizes()
         )
 
@@ -104,7 +110,7 @@ class WithReplacement(QLaw):
         would overflow a float, the DP is used.
         """
         ex = self.rational if exact is None else exact
-        self._guard_set_table()
+        self._guard_set_table(exact=ex)
         sup, n = self.support(), self.n
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
         blocks, err = [], 0.0

@@ -254,7 +254,7 @@ class WithoutReplacement(QLaw):
     def set_count_bound(self):
         return math.comb(self.support_count(), self.n)
 
-    def set_weight_work(self) -> int:
+    def _set_weight_terms(self, exact: bool) -> int:
         """Terms summed by :meth:`set_weight_table`: C(m, n) sets × n! orders × n factors."""
         return self.set_count_bound() * math.factorial(self.n) * self.n
 
@@ -268,7 +268,7 @@ class WithoutReplacement(QLaw):
         ex = self.rational if exact is None else exact
         if not ex:
             self._check_float_route("set_weight_table")
-        self._guard_set_table()
+        self._guard_set_table(exact=ex)
         sup, n = self.support(), self.n
         q = np.array(list(self.qvals(ex)), dtype=object if ex else np.float64)
         mem = sup[combinations(len(sup), n)]

@@ -157,20 +157,29 @@ def check_tuples(
     return K
 
 
-def set_weight_work(draft: DraftLaw) -> int:
-    """Terms summed to build the set weights ``law.set_weight_table()``.
+def set_weight_work(draft: DraftLaw, exact: bool | None = None) -> int:
+    """Terms summed to build the set weights ``law.set_weight_table(exact)``.
 
-    Every law counts its own terms (``law.set_weight_work()``: closed forms, or n per draft
-    tuple where the law aggregates its joint law).
+    Every law counts its own terms (``law.set_weight_work(exact)``: closed forms, or n per
+    draft tuple where the law aggregates its joint law; in Fractions once per word).
     """
-    return int(draft.set_weight_work())
+    return int(draft.set_weight_work(exact))
 
 
-def check_sets(draft: DraftLaw, *, max_sets: int, max_work: int, what: str, hint: str) -> int:
+def check_sets(
+    draft: DraftLaw,
+    *,
+    max_sets: int,
+    max_work: int,
+    what: str,
+    hint: str,
+    exact: bool | None = None,
+) -> int:
     """Refuse unless the token sets M ≤ ``max_sets`` and max(n M, set-weight terms) ≤ ``max_work``.
 
     n M counts the set table (each set stored with n slots) and the flow's edges; the terms
-    are those :func:`set_weight_work` reports.  Returns M.
+    are those :func:`set_weight_work` reports for the arithmetic ``exact`` (default: the
+    law's own).  Returns M.
 
     Examples
     --------
@@ -182,7 +191,7 @@ def check_sets(draft: DraftLaw, *, max_sets: int, max_work: int, what: str, hint
     M = int(draft.set_count_bound())
     refuse_above(M, max_sets, what, hint, "token sets")
     refuse_above(M * draft.n, max_work, what, hint, "set-table entries (n per set)")
-    refuse_above(set_weight_work(draft), max_work, what, hint, "set-weight terms")
+    refuse_above(set_weight_work(draft, exact), max_work, what, hint, "set-weight terms")
     return M
 
 

@@ -177,7 +177,7 @@ def _check_work(draft: DraftLaw, kind: str) -> None:
             "certify a smaller instance (the float route of method='reduced' states its accuracy)"
         )
         _limits.check_sets(
-            draft, max_sets=MAX_SETS, max_work=MAX_CERTIFY_WORK, what=what, hint=hint
+            draft, max_sets=MAX_SETS, max_work=MAX_CERTIFY_WORK, what=what, hint=hint, exact=True
         )
     else:
         hint = "certify the set-reduced plan of method='reduced' instead (keys (i, frozenset S))"

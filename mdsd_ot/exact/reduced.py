@@ -17,7 +17,9 @@ in :mod:`mdsd_ot.drafts`, never enumerating Σⁿ for the q-based laws).
 
 Solvers: rational inputs (p and the law both rational) go through networkx on exact integers
 (:func:`~mdsd_ot.exact._flow.bipartite_maxflow_exact`); float inputs, or rational ones with
-more than :data:`MAX_SETS_EXACT` sets, through the refined scipy max-flow
+more than :data:`MAX_SETS_EXACT` sets or more than
+:data:`~mdsd_ot.drafts._sets.MAX_EXACT_SET_WORK` word-terms of exact weights (large n: the
+numbers grow), through the refined scipy max-flow
 (:func:`~mdsd_ot.exact._flow.bipartite_maxflow_scipy`), exact on the 2^-60 grid; its stated
 accuracy is ``(V + M)·2^-60`` plus the float error of the weights (per result, ``accuracy``).
 
@@ -36,7 +38,7 @@ import numpy as np
 
 from .. import _validate as V_
 from ..drafts import DraftLaw, Vector
-from ..drafts._sets import MAX_SET_WORK, MAX_SETS
+from ..drafts._sets import MAX_EXACT_SET_WORK, MAX_SET_WORK, MAX_SETS
 from ..methods import register, timed
 from . import _limits
 from ._flow import (
@@ -79,6 +81,7 @@ def check_size(draft: DraftLaw) -> int:
         max_work=MAX_SET_WORK,
         what=f"the set-reduced flow of {draft!r}",
         hint=_limits.instead(draft, "fast"),
+        exact=False,  # the float route's work; the exact route is taken only when cheap
     )
 
 
@@ -92,8 +95,10 @@ def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[
     draft : DraftLaw
         Any draft law.
     exact : bool, optional
-        Solve in exact rationals.  Default: when p and the law are rational and there are at
-        most :data:`MAX_SETS_EXACT` sets.
+        Solve in exact rationals.  Default: when p and the law are rational, there are at
+        most :data:`MAX_SETS_EXACT` sets and the exact weights cost at most
+        :data:`~mdsd_ot.drafts._sets.MAX_EXACT_SET_WORK` word-terms
+        (``law.set_weight_work(True)``).
 
     Returns
     -------
@@ -127,8 +132,13 @@ def reduced_problem(p: Any, draft: DraftLaw, exact: bool | None = None) -> dict[
     V_.check_on_vocabulary(pv.float, draft.V, "p")
     t0 = time.perf_counter()
     sets = check_size(draft)
-    if exact is None:
-        exact = pv.rational and draft.rational and sets <= MAX_SETS_EXACT
+    if exact is None:  # Fractions when they are cheap: few sets, numbers of moderate size
+        exact = (
+            pv.rational
+            and draft.rational
+            and sets <= MAX_SETS_EXACT
+            and draft.set_weight_work(True) <= MAX_EXACT_SET_WORK
+        )
     elif exact:
         _limits.refuse_above(
             sets,
