@@ -33,10 +33,12 @@ __all__ = ["alpha_star", "FLOAT32_BOUND"]
 #: float32 prefix sums, the worst case for rounding) over realistic rows (Zipf-like logits,
 #: temperature 0.7, noise 0.5-1.5) and flat Dirichlet rows at V = 32,000 and 152,064, every
 #: scheme: at most 9e-7; on an H200 GPU, whose scans sum in another order, at most 2.0e-6
-#: (``benchmarks/torch_gpu.py``, docs/fast.md "On a GPU").  It holds for n up to about 50:
+#: (``benchmarks/torch_gpu.py``, docs/fast.md "On a GPU").  It holds for n up to about 16:
 #: the error of the float32 prefix powers grows about linearly in n (i.i.d. drafts, V = 500,
 #: flat Dirichlet rows: 7.7e-7 at n = 8, 3.0e-6 at n = 32, 1.4e-5 at n = 100, 1.4e-4 at
-#: n = 1,000); for more drafts use float64.
+#: n = 1,000), and faster beside a near point mass (q₀ = 1 − 10⁻⁴, V = 8,192: 1.3e-5 at
+#: n = 32, 2.0e-5 at n = 50); for more drafts use float64.  Conditional Poisson is evaluated
+#: in float64 on float32 rows (its Newton identities have no digit left in float32).
 FLOAT32_BOUND: float = 1e-5
 
 
