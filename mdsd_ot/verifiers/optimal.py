@@ -271,9 +271,36 @@ def default_method(draft: DraftLaw) -> str:
         return "greedy"
     if type(draft) is SpecHub:
         return "spechub"
-    if con is not None and draft.set_count_bound() > REDUCED_MAX_SETS:
+    if con is not None and not _reduced_fits(draft):
         return "chain"
     return DEFAULT_METHOD
+
+
+def _reduced_fits(draft: DraftLaw) -> bool:
+    """At most :data:`REDUCED_MAX_SETS` sets, and a set table within the float work limit
+    (sequential n = 9 at V = 12: 220 sets, but 9! orders each)."""
+    from ..drafts._sets import MAX_SET_WORK
+
+    return draft.set_count_bound() <= REDUCED_MAX_SETS and draft.set_weight_work(False) <= (
+        MAX_SET_WORK
+    )
+
+
+def _check_chain_reach(draft: DraftLaw) -> None:
+    """Refuse, when the verifier is made, sequential drafts beyond the certified series (n > 8)
+    with a message that names both limits (the chain's n and the set plan's size)."""
+    from ..drafts import WithoutReplacement
+    from ..fast.series import N_MAX
+
+    if type(draft) is WithoutReplacement and draft.n > N_MAX:
+        raise ValueError(
+            f"draft: the optimal verifier for {draft!r} needs the certified series of the fast "
+            f"solver, which supports n <= {N_MAX} sequential drafts, or the set-reduced plan, "
+            f"which needs at most {REDUCED_MAX_SETS:,} token sets and a set table within the "
+            f"work limit (here {draft.set_count_bound():,} sets, "
+            f"{draft.set_weight_work(False):,} terms); use n <= {N_MAX}, or a smaller "
+            "vocabulary (the nonzero entries of q)"
+        )
 
 
 def _serves_chain(draft: DraftLaw) -> bool:
@@ -354,6 +381,7 @@ class Optimal(Verifier):
                     f"method=None (its default: {default_method(draft)!r}) or another method"
                 )
             if method == "chain":
+                _check_chain_reach(draft)
                 eng: Verifier = ChainOptimal(draft)
             elif method == "greedy":
                 eng = GreedyVerifier(draft)
@@ -366,11 +394,17 @@ class Optimal(Verifier):
 
     def certificate(self, p: Any, draft: DraftLaw | None = None) -> dict[str, Any]:
         """Acceptance, α* and the certified shortfall ε of the chain construction (see
-        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.certificate`); exact methods report ε = 0.
+        :meth:`mdsd_ot.verifiers.chain.ChainOptimal.certificate`).  Every engine reports the
+        keys ``construction``, ``acceptance``, ``alpha_star``, ``eps``, ``alpha_accuracy``,
+        ``law_error`` and ``exact_optimum``; the exact ones (the set-reduced plan, greedy,
+        SpecHub) report ε = 0, law error 0 and acceptance = α* (the solver's value, to its
+        accuracy ``alpha_accuracy``).
 
         ``p`` is validated for every engine (a ValueError names ``p``, e.g. for a NaN entry or a
         length other than the law's vocabulary).
         """
+        from ..fast import alpha_star, error_bound
+
         eng = self.engine(draft)
         if hasattr(eng, "certificate"):
             return eng.certificate(p)
@@ -378,9 +412,20 @@ class Optimal(Verifier):
         law = self._law(draft)
         V_.check_on_vocabulary(pv, law.V, "p")
         if isinstance(eng, ReducedOptimal):  # ε = 0 only for a method that yields the plan
-            eng.plan(p, law)  # (a ValueError names a method without one, e.g. "fast")
-        return {"construction": self.method or default_method(law), "eps": 0.0,
-                "exact_optimum": True}  # fmt: skip
+            res = eng.solve(p, law)  # (a ValueError names a method without one, e.g. "fast")
+            a, acc = float(res.alpha), float(res.accuracy)
+        else:  # greedy, SpecHub: their exact optimal verifiers; α* from the fast solver
+            a = float(alpha_star(pv, law))
+            acc = error_bound(law.V, law.n, float(np.finfo(float).eps))
+        return {
+            "construction": self.method or default_method(law),
+            "acceptance": a,  # the plan attains α* (exact optimum)
+            "alpha_star": a,
+            "eps": 0.0,
+            "alpha_accuracy": acc,
+            "law_error": 0.0,
+            "exact_optimum": True,
+        }
 
     def _sample(self, p, draft, t, g):
         return self.engine(draft)._sample(p, draft, t, g)

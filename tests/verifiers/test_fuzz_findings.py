@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from mdsd_ot import verifiers
+from mdsd_ot import alpha_star, verifiers
 from mdsd_ot.drafts import (
     ConditionalPoisson,
     Explicit,
@@ -558,7 +558,17 @@ def test_conditional_rng_and_method_errors_name_the_argument():
             verifiers.get("optimal", WithoutReplacement(q, 2), method=m)
     for m in ("maxflow", "maxflow-scipy", "reduced"):  # the ones with a plan sample and certify
         v = verifiers.get("optimal", WithoutReplacement(q, 2), method=m)
-        assert v.certificate(p) == {"construction": m, "eps": 0.0, "exact_optimum": True}
+        cert = v.certificate(p)  # every engine's keys (the fuzzer of 2026-12-07: only three)
+        assert cert.keys() == {"construction", "acceptance", "alpha_star", "eps",
+                               "alpha_accuracy", "law_error", "exact_optimum"}  # fmt: skip
+        assert (cert["construction"], cert["eps"], cert["law_error"]) == (m, 0.0, 0.0)
+        assert (
+            cert["acceptance"]
+            == cert["alpha_star"]
+            == pytest.approx(
+                float(alpha_star(p, WithoutReplacement(q, 2), method="subset-exact")), abs=1e-12
+            )
+        )
         tokens, _ = v.sample(p, [[0, 1], [2, 3]], np.random.default_rng(0))
         assert tokens.shape == (2,) and 0 <= tokens.min() and tokens.max() < 4
 
