@@ -29,7 +29,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from ..drafts import scheme_help
-from ._bounds import MAX_SAMPLES
+from ._bounds import MAX_DEPTH, MAX_SAMPLES
 from ._files import read_vector
 
 __all__ = [
@@ -302,6 +302,12 @@ SamplesOption = Annotated[
     int,
     typer.Option(
         "--samples", help=f"Draft tuples per position when simulating, in [1, {MAX_SAMPLES:,}]."
+    ),
+]
+DepthOption = Annotated[
+    int,
+    typer.Option(
+        "--depth", help=f"Draft depth γ of the tokens/call column, in [0, {MAX_DEPTH:,}]."
     ),
 ]
 OutOption = Annotated[

@@ -19,6 +19,7 @@ import typer
 
 from .._validate import checked_rows
 from ._bounds import (
+    MAX_DEPTH,
     MAX_ENTRIES,
     MAX_SAMPLES,
     MAX_VOCAB,
@@ -29,6 +30,7 @@ from ._bounds import (
 )
 from ._common import (
     DEFAULT_DRAFTS,
+    DepthOption,
     JsonOption,
     OutOption,
     SamplesOption,
@@ -170,6 +172,7 @@ def register(app: typer.Typer) -> None:
         zipf: Annotated[float, typer.Option("--zipf", help="Synthetic Zipf exponent s > 0.")] = 1.0,
         samples: SamplesOption = 2000,
         seed: SeedOption = 0,
+        depth: DepthOption = 4,
         as_json: JsonOption = False,
         plot: Annotated[
             str | None,
@@ -182,6 +185,7 @@ def register(app: typer.Typer) -> None:
         """α* per draft law and each verifier's acceptance and gap, averaged over positions."""
         check_drafts_option(n)
         check_int(samples, "--samples", 1, MAX_SAMPLES)
+        check_int(depth, "--depth", 0, MAX_DEPTH)
         check_seed(seed)
         temps = parse_temperatures(temperatures)
         if plot is not None:
@@ -202,7 +206,7 @@ def register(app: typer.Typer) -> None:
             temps = [0.5, 1.0, 2.0]
         m = 1 if P.ndim == 1 else P.shape[0]
         total = m * len(temps)
-        report = _run(P, Q, n, temps, logits, samples, seed, meta, total)
+        report = _run(P, Q, n, temps, logits, samples, seed, depth, meta, total)
         if plot is not None:
             import matplotlib.pyplot as plt
 
@@ -223,11 +227,13 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"wrote {out}")
 
 
-def _run(P, Q, n, temps, logits, samples, seed, meta, total):
+def _run(P, Q, n, temps, logits, samples, seed, depth, meta, total):
     """The report, with a rich progress bar on stderr (a terminal) over many positions."""
     from ..reports import gap_report
 
-    kwargs = dict(temperatures=temps, logits=logits, samples=samples, seed=seed, meta=meta)
+    kwargs = dict(
+        temperatures=temps, logits=logits, samples=samples, seed=seed, depth=depth, meta=meta
+    )
     if total < 8:
         return gap_report(P, Q, n, **kwargs)
     from rich.console import Console

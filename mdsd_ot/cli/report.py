@@ -34,6 +34,7 @@ from ._bounds import (
     check_seed,
 )
 from ._common import (
+    DepthOption,
     JsonOption,
     SamplesOption,
     SeedOption,
@@ -234,12 +235,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         samples: SamplesOption = 2000,
         seed: SeedOption = 0,
-        depth: Annotated[
-            int,
-            typer.Option(
-                "--depth", help=f"Draft depth γ of the tokens/call column, in [0, {MAX_DEPTH:,}]."
-            ),
-        ] = 4,
+        depth: DepthOption = 4,
     ) -> None:
         """α* per draft law, every verifier's acceptance, the gap and tokens per call."""
         from ..reports import report, to_csv, write_plots

@@ -48,6 +48,11 @@ EXACT_PRINT_MAX: int = 400
 
 #: Optimal sets with more tokens than this are summarised on the terminal (``--full``: all).
 H_PRINT_MAX = 64
+#: The methods whose result carries a transport plan (``--plan``); a test solves a small
+#: instance with every registered method and checks this list against ``Result.plan``.
+_PLAN_METHODS: tuple[str, ...] = (
+    "primal", "primal-cvxpy", "emd", "bmatching", "maxflow", "maxflow-scipy", "reduced"
+)  # fmt: skip
 #: Tokens shown at each end of a summarised set.
 H_ENDS = 5
 
@@ -76,10 +81,11 @@ def write_plan(plan: Any, path: str | Path, method: str = "") -> Path:
         plan is asked for as ``.npy``.
     """
     path = Path(path)
-    if plan is None:
+    if plan is None:  # every method with a plan, named for the fix
         raise ValueError(
-            f"--plan: method {method!r} returns no transport plan; use --method primal, "
-            "bmatching, maxflow or reduced"
+            f"--plan: method {method!r} returns no transport plan; use --method "
+            + ", ".join(_PLAN_METHODS[:-1])
+            + f" or {_PLAN_METHODS[-1]}"
         )
     if path.suffix.lower() not in (".npy", ".json"):
         raise ValueError(f"--plan: give a file name ending in .npy or .json, got {str(path)!r}")

@@ -81,3 +81,19 @@ def test_report_warns_of_a_verifier_defined_for_no_requested_law():
     assert "(single is one draft: -n 1); change -n" in r.stderr
     ok = runner.invoke(app, [*args, "--verifiers", "k-seq", "--json"])
     assert ok.exit_code == 0 and "warning" not in ok.stderr
+
+
+def test_gap_takes_depth_as_report_does():
+    """The docs review of 2026-12-07: cli.md lists ``--depth`` and says gap and report share
+    their keys, and ``gap --json`` printed ``"depth": 4``, but ``gap --depth 3`` exited 2."""
+    args = ["gap", "--synthetic", "--vocab", "50", "--positions", "2", "--samples", "200"]
+    r3 = runner.invoke(app, [*args, "--depth", "3", "--json"])
+    r4 = runner.invoke(app, [*args, "--json"])
+    assert r3.exit_code == r4.exit_code == 0, r3.output
+    d3, d4 = json.loads(r3.stdout), json.loads(r4.stdout)
+    assert (d3["depth"], d4["depth"]) == (3, 4)
+    row3, row4 = d3["results"][0], d4["results"][0]
+    key = next(k for k in row3 if "tokens" in k)
+    assert row3[key] != row4[key]  # the tokens-per-call column follows γ
+    bad = runner.invoke(app, [*args, "--depth", "-1"])
+    assert bad.exit_code == 2 and "--depth: must be an integer in [0, 10,000]" in bad.output

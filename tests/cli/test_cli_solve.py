@@ -148,6 +148,15 @@ def test_plan_requested_from_a_method_without_plan_exits_2(tmp_path):
     res = _solve("--p", P, "--q", Q, "--method", "subset", "--plan", str(tmp_path / "x.npy"))
     assert res.exit_code == 2
     assert "no transport plan" in res.stderr and "Traceback" not in res.output
+    assert "use --method primal, primal-cvxpy, emd, bmatching, maxflow, maxflow-scipy or " \
+        "reduced" in " ".join(res.stderr.split())
+
+
+def test_the_methods_named_for_a_plan_are_those_that_return_one():
+    """The docs review of 2026-12-07: the message named four of the seven methods with a plan."""
+    law = drafts.WithReplacement([0.75, 0.25], 2)
+    with_plan = {m for m in METHODS if mdsd_ot.solve([0.5, 0.5], law, method=m).plan is not None}
+    assert with_plan == set(cli_solve._PLAN_METHODS)
 
 
 def test_solve_uses_injected_plan_method(monkeypatch, tmp_path):
