@@ -137,9 +137,16 @@ def from_spec(spec: dict[str, Any]) -> DraftLaw:
         raise ValueError(
             f'spec: expected a mapping with a "scheme" key (DraftLaw.spec() output), got {spec!r}'
         )
-    return make(
-        spec["scheme"], spec.get("q"), spec.get("n"), qs=spec.get("qs"), table=spec.get("table")
-    )
+    q, qs = spec.get("q"), spec.get("qs")
+    if spec.get("normalised") is True:  # floats a law normalised: kept bit for bit
+        if q is not None and not V_.is_rational_input(q):
+            q = Vector(q, "q", normalised=True)
+        if isinstance(qs, list | tuple):
+            qs = [
+                Vector(x, f"qs[{j}]", normalised=True) if not V_.is_rational_input(x) else x
+                for j, x in enumerate(qs)
+            ]
+    return make(spec["scheme"], q, spec.get("n"), qs=qs, table=spec.get("table"))
 
 
 def random_law(

@@ -85,7 +85,7 @@ class Vector:
     ([0.25, 0.75], (Fraction(1, 4), Fraction(3, 4)), True)
     """
 
-    def __init__(self, x: Any, name: str):
+    def __init__(self, x: Any, name: str, *, normalised: bool = False):
         self.name = name
         if V_.is_rational_input(x):
             self._exact: tuple[Fraction, ...] | None = V_.exact_vector(x, name)
@@ -93,6 +93,10 @@ class Vector:
             self.rational = True
         else:
             self.float = V_.prob_vector(x, name)
+            if normalised:  # floats normalised before (a spec): kept bit for bit, once valid
+                raw = np.asarray(x, dtype=np.float64)
+                if np.all(raw >= 0) and abs(float(np.sum(raw)) - 1.0) <= 4 * len(raw) * 2.0**-53:
+                    self.float = raw.copy()
             self._exact = None
             self.rational = False
 
@@ -500,7 +504,7 @@ class QLaw(DraftLaw):
     random_full_support: ClassVar[bool] = False
 
     def __init__(self, q: Any, n: int):
-        self._qv = Vector(q, "q")
+        self._qv = q if isinstance(q, Vector) else Vector(q, "q")
         self.V = len(self._qv)
         # positivity of the law's own numbers: a rational entry below the float range (1e-400)
         # is positive although its float copy is 0.0
@@ -577,8 +581,11 @@ class QLaw(DraftLaw):
         return cls(q, cls.fixed_n or n)
 
     def spec(self) -> dict[str, Any]:
-        return {
+        out = {
             "scheme": self.scheme,
             "n": self.n,
             "q": [fmt(v) for v in self.qvals(self.rational)],
         }
+        if not self.rational:  # from_spec keeps these floats bit for bit (no second division)
+            out["normalised"] = True
+        return out

@@ -196,7 +196,10 @@ class SpecHub(QLaw):
         return self.rational and float(_mass_outside(self, [self.a], False)) <= 0.0
 
     def spec(self):
-        return {"scheme": self.scheme, "n": 2, "q": [fmt(v) for v in self.qvals(self.rational)]}
+        out = {"scheme": self.scheme, "n": 2, "q": [fmt(v) for v in self.qvals(self.rational)]}
+        if not self.rational:  # from_spec keeps these floats bit for bit (no second division)
+            out["normalised"] = True
+        return out
 
     def _Q(self, mask, exact):
         if not mask[self.a]:

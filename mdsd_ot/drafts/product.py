@@ -129,11 +129,14 @@ class Product(DraftLaw):
 
     def spec(self):
         r = self.rational
-        return {
+        out = {
             "scheme": self.scheme,
             "n": self.n,
             "qs": [[fmt(v) for v in self.qvals(j, r)] for j in range(self.n)],
         }
+        if not r:  # from_spec keeps these floats bit for bit (no second division)
+            out["normalised"] = True
+        return out
 
     # -- set and tuple weights ---------------------------------------------------------------
     def _support(self) -> np.ndarray:
