@@ -124,10 +124,25 @@ def w_vertex_cover(p: Any, draft: DraftLaw, integer: bool = False) -> dict[str, 
 
 @register("dual", accuracy=1e-9)
 def _solve_dual(p, draft):
-    """w-vertex-cover dual (10): simplex LP vertex and 0/1 integer program (T2); H = {y = 1}."""
+    """w-vertex-cover dual (10): simplex LP vertex and 0/1 integer program (T2); H = {y = 1}.
+
+    The 0/1 program is solved by HiGHS only where the LP vertex is not integral (T2 says
+    never); otherwise that vertex is its optimum (``info["attempts"]`` says which).
+    """
     with timed() as t:
         lp = w_vertex_cover(p, draft)
-        ip = w_vertex_cover(p, draft, integer=True)
+        if lp["integral"]:
+            # the LP's optimal vertex is a 0/1 point (T2): feasible for the 0/1 program and
+            # optimal there, since the LP relaxes it.  HiGHS's branch and bound is not needed,
+            # and it did not always end: at V = 180 (i.i.d. n = 2) its root bound stayed at
+            # 0.13 below an incumbent of 0.67 for 10,000 nodes, then searched for 250 s.
+            ip = {
+                "value": lp["value"],
+                "y": np.round(lp["y"]),
+                "attempts": ["0/1 program: the LP vertex is integral (T2), optimal"],
+            }
+        else:  # never seen (T2); the integer program itself
+            ip = w_vertex_cover(p, draft, integer=True)
         g = lp["graph"]
         pv = p.float
         H = lp["y"] > 0.5

@@ -53,3 +53,21 @@ def test_dual_ip_terminates_on_tiny_masses():
     ip = w_vertex_cover(p, law, integer=True)
     assert abs(lp["value"] - ip["value"]) <= 1e-9  # LP optimum = 0/1 optimum (T2)
     assert lp["integral"] and ip["integral"]
+
+
+def test_dual_takes_the_integral_lp_vertex_for_the_0_1_program():
+    """The CLI fuzzer (2026-12-06): ``--method dual`` did not finish in 100 s at V = 180 (i.i.d.
+    n = 2): HiGHS's branch and bound kept a root bound of 0.13 under an incumbent of 0.67.  The
+    LP's optimal vertex is a 0/1 point (T2), so it is the 0/1 program's optimum; the MIP runs
+    only where the vertex is not integral."""
+    import mdsd_ot
+    from mdsd_ot.drafts import WithReplacement
+
+    rng = np.random.default_rng(0)
+    p, q = rng.dirichlet(np.ones(180)), rng.dirichlet(np.ones(180))
+    law = WithReplacement(q, 2)
+    r = mdsd_ot.solve(p, law, method="dual")
+    assert r.info["integral"] and r.info["ip"] == r.info["lp"]
+    assert r.info["attempts"][-1] == "0/1 program: the LP vertex is integral (T2), optimal"
+    assert abs(r.alpha - mdsd_ot.alpha_star(p, law)) <= 1e-9  # the method's stated accuracy
+    assert np.all((r.info["ip_y"] == 0) | (r.info["ip_y"] == 1))
