@@ -71,3 +71,20 @@ def test_dual_takes_the_integral_lp_vertex_for_the_0_1_program():
     assert r.info["attempts"][-1] == "0/1 program: the LP vertex is integral (T2), optimal"
     assert abs(r.alpha - mdsd_ot.alpha_star(p, law)) <= 1e-9  # the method's stated accuracy
     assert np.all((r.info["ip_y"] == 0) | (r.info["ip_y"] == 1))
+
+
+def test_tuple_lp_guards_refuse_what_would_run_for_minutes():
+    """The CLI fuzzer (2026-12-06): at V = 1,000 (i.i.d. n = 2, 2,000,000 edges) the dual ran
+    past 60 s and bmatching too, within guards of 2^21 and 2^22 edges; ``crosscheck --vocab
+    1000`` timed out.  Both now refuse above 2^19 edges, before any work, naming the unit."""
+    import mdsd_ot
+    from mdsd_ot.drafts import WithReplacement
+    from mdsd_ot.exact.bmatching import MAX_EDGES
+    from mdsd_ot.exact.dual import MAX_EDGES_DUAL
+
+    assert MAX_EDGES == MAX_EDGES_DUAL == 2**19
+    law = WithReplacement(np.full(1000, 1e-3), 2)
+    for m in ("dual", "bmatching"):
+        with pytest.raises(ValueError, match=r"needs 2,000,000 edges \(n per draft tuple\) "
+                           r"\(limit 524,288\); use method='fast'"):  # fmt: skip
+            mdsd_ot.solve(np.full(1000, 1e-3), law, method=m)
