@@ -63,13 +63,13 @@ def exact_words(values: Sequence[Number], n: int) -> int:
     largest bit length of a numerator or denominator; at least 1.
 
     The exact size guards count a Fraction term once per word, since big-integer arithmetic
-    costs at least that (n = 10,000 i.i.d. drafts over thirds: 2,400 words a term).
+    costs at least that (n = 10,000 i.i.d. drafts over thirds: 2,389 words a term).
 
     Examples
     --------
     >>> from fractions import Fraction
     >>> exact_words([Fraction(1, 3), Fraction(2, 3)], 2), exact_words([Fraction(1, 3)], 10_000)
-    (1, 2393)
+    (1, 2389)
     """
     B = max((max(abs(v.numerator), v.denominator).bit_length() for v in values), default=1)
     return max(1, math.ceil(n * (B + math.log2(n + 1)) / 64))
