@@ -86,6 +86,9 @@ class Vector:
     """
 
     def __init__(self, x: Any, name: str, *, normalised: bool = False):
+        """``normalised=True`` (floats a law normalised before, e.g. from a spec): after the
+        usual validation, the floats are kept as given, not divided by their sum again, when
+        they are >= 0 and sum to 1 within 4V units of roundoff."""
         self.name = name
         if V_.is_rational_input(x):
             self._exact: tuple[Fraction, ...] | None = V_.exact_vector(x, name)

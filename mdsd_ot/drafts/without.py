@@ -305,29 +305,29 @@ class WithoutReplacement(QLaw):
         accurate to relative :math:`|A|\,(3 + n + 2(V + n))\epsilon`.
         """
         n, M = self.n, len(mem)
-        f = [None] * (1 << n)
-        f[0] = np.full(M, one(exact), dtype=q.dtype)
-        rest = [None] * (1 << n)  # r(B) per subset B, formed once
+        f = {0: np.full(M, one(exact), dtype=q.dtype)}  # the layer |A| = k - 1, then k
         total = sum(self.qvals(exact), zero(exact))
-        for A in range(1, 1 << n):
-            acc = np.zeros(M, dtype=q.dtype)
-            for j in range(n):
-                if not A >> j & 1:
-                    continue
-                B = A & ~(1 << j)
-                if rest[B] is None:
-                    cols = [i for i in range(n) if B >> i & 1]
-                    if exact:
-                        rest[B] = total - sum((q[mem[:, i]] for i in cols), zero(True))
-                    else:
-                        rest[B] = (
-                            complement_sums(q, mem[:, cols]) if cols else np.full(M, float(total))
-                        )
-                qj = q[mem[:, j]]
-                step = qj / rest[B] if exact else qj / np.maximum(rest[B], qj)
-                acc = acc + f[B] * step
-            f[A] = acc
-        w = f[-1]
+        for k in range(1, n + 1):  # layer by layer: two layers of C(n, k) vectors in memory
+            rest = {}  # r(B) for the previous layer's subsets B
+            for B in f:
+                cols = [i for i in range(n) if B >> i & 1]
+                if exact:
+                    rest[B] = total - sum((q[mem[:, i]] for i in cols), zero(True))
+                else:
+                    rest[B] = complement_sums(q, mem[:, cols]) if cols else np.full(M, float(total))
+            layer = {}
+            for A in (A for A in range(1 << n) if A.bit_count() == k):
+                acc = np.zeros(M, dtype=q.dtype)
+                for j in range(n):
+                    if not A >> j & 1:
+                        continue
+                    B = A & ~(1 << j)
+                    qj = q[mem[:, j]]
+                    step = qj / rest[B] if exact else qj / np.maximum(rest[B], qj)
+                    acc = acc + f[B] * step
+                layer[A] = acc
+            f = layer
+        w = f[(1 << n) - 1]
         err = 0.0
         if not exact:
             err = n * (3 + n + 2 * (self.V + n)) * _EPS * float(np.sum(w))

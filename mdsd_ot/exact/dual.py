@@ -139,9 +139,13 @@ def _solve_dual(p, draft):
             # optimal there, since the LP relaxes it.  HiGHS's branch and bound is not needed,
             # and it did not always end: at V = 180 (i.i.d. n = 2) its root bound stayed at
             # 0.13 below an incumbent of 0.67 for 10,000 nodes, then searched for 250 s.
-            ip = {
-                "value": lp["value"],
-                "y": np.round(lp["y"]),
+            y01, z01 = np.round(lp["y"]), np.round(lp["z"])
+            g0 = lp["graph"]
+            if not np.all(y01[g0.edge_i] + z01[g0.edge_k] >= 1):  # pragma: no cover - T2
+                raise RuntimeError("dual: the rounded LP vertex is not a cover")
+            ip = {  # its value recomputed from the 0/1 point itself
+                "value": float(np.dot(p.float, y01) + np.dot(g0.w, z01)),
+                "y": y01,
                 "attempts": ["0/1 program: the LP vertex is integral (T2), optimal"],
             }
         else:  # never seen (T2); the integer program itself

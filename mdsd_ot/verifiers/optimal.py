@@ -278,7 +278,7 @@ def default_method(draft: DraftLaw) -> str:
 
 def _reduced_fits(draft: DraftLaw) -> bool:
     """At most :data:`REDUCED_MAX_SETS` sets, and a set table within the float work limit
-    (sequential n = 9 at V = 12: 220 sets, but 9! orders each)."""
+    (sequential n = 9 serves up to V = 14: 2,002 sets of 2^9 subsets each)."""
     from ..drafts._sets import MAX_SET_WORK
 
     return draft.set_count_bound() <= REDUCED_MAX_SETS and draft.set_weight_work(False) <= (

@@ -504,7 +504,13 @@ def _build(p, q, n, construction, order) -> Plan:
         with np.errstate(over="ignore", invalid="ignore"):  # non-finite figures: the fallback
             plan = swap_plan(p, q, n, order, construction)
         certified = plan.law_error <= UNCERTIFIED and np.isfinite(plan.acceptance)
-        if not certified and plan.acceptance == 0.0:  # accepts nothing: the output is the
+        short = plan.info.get("shortfall", 0.0) > SHORT
+        if construction == "cp-swap" and (short or not certified) and cp_products_underflow(q, n):
+            # every n-set weight underflows: a design that is not exact is not trusted there,
+            # not even one that "accepts nothing" (its sampler read NaN piece probabilities)
+            plan = _uncertified(plan, _safe(p, q, n, order, construction))
+            plan.info["fallback"]["reason"] = "products underflow"
+        elif not certified and plan.acceptance == 0.0:  # accepts nothing: the output is the
             plan.info["no_law"] = True  # residual draw from p itself, so no law error
             plan.law_error = 0.0
         elif not certified:
@@ -516,9 +522,6 @@ def _build(p, q, n, construction, order) -> Plan:
             if top.acceptance > plan.acceptance:
                 plan = _uncertified(plan, top)
                 plan.info["fallback"]["reason"] = "top accepts more"
-            elif cp_products_underflow(q, n):  # its law is not trusted there: top, lossless
-                plan = _uncertified(plan, top)
-                plan.info["fallback"]["reason"] = "products underflow"
     elif construction == "seq-best":  # n >= 3 sequential: stream where it attains α*
         from .swap import seq_best_plan
 
