@@ -148,8 +148,10 @@ def test_plan_requested_from_a_method_without_plan_exits_2(tmp_path):
     res = _solve("--p", P, "--q", Q, "--method", "subset", "--plan", str(tmp_path / "x.npy"))
     assert res.exit_code == 2
     assert "no transport plan" in res.stderr and "Traceback" not in res.output
-    assert "use --method primal, primal-cvxpy, emd, bmatching, maxflow, maxflow-scipy or " \
+    assert (
+        "use --method primal, primal-cvxpy, emd, bmatching, maxflow, maxflow-scipy or "
         "reduced" in " ".join(res.stderr.split())
+    )
 
 
 def test_the_methods_named_for_a_plan_are_those_that_return_one():

@@ -6,6 +6,8 @@ way to ``top``; designs that reach α* (tests/verifiers/test_near_point_mass.py)
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -67,3 +69,36 @@ def test_rows_above_the_threshold_keep_cp_swap():
     assert not cp_products_underflow(q, 9) and CP_UNDERFLOW_BITS == -1000.0
     cert = verifiers.get("optimal", ConditionalPoisson(q, 9)).certificate(p)
     assert cert["construction"] == "cp-swap" and cert["eps"] <= 1e-9
+
+
+def test_a_design_that_accepts_nothing_there_gives_way_too():
+    """The review of 2026-12-07: on such a row a design with no law ("accepts nothing",
+    certified as ε = α*) kept its sampler, which read NaN piece probabilities (a cast warning)
+    and accepted 0.889 of the drafts.  It gives way to ``top`` as well."""
+    p = np.array([
+        0.07145578765048372, 0.19113243727202636, 0.3130106396520911, 0.23881673771108444,
+        0.04043764137997317, 0.0005141691478954467, 0.1446325871864457, 2.4547585121915896e-204,
+        1.424802057625071e-204, 7.994915982844588e-204, 6.863286499978246e-204,
+        2.1241520084291366e-204, 2.6758181472053056e-204, 9.392198314329573e-204,
+        2.685379750922671e-204, 7.024058780438564e-204, 1.2955324664319047e-204,
+        8.150358692078323e-204, 1.1759001121764335e-204, 5.1604112678076085e-204,
+    ])  # fmt: skip
+    q = np.array([
+        0.24813002831866546, 0.14544383311325573, 0.10257870969163325, 0.09147222389768858,
+        0.41237520497875685, 6.078612287284864e-234, 3.357260391971401e-234,
+        5.128772399345338e-234, 1.8662874881205545e-235, 7.241263048247244e-234,
+        6.939210761945335e-234, 4.2105114124691764e-234, 8.514810904687165e-234,
+        7.555260958502992e-234, 3.3668459837591615e-234, 7.74979697373107e-235,
+        1.3222302482887625e-234, 1.8427222933480677e-234, 3.039180290119385e-234,
+        4.475157242205989e-234,
+    ])  # fmt: skip
+    law = ConditionalPoisson(q / q.sum(), 9)
+    v = verifiers.get("optimal", law)
+    cert = v.certificate(p / p.sum())
+    assert cert["construction"] == "top" and cert["law_error"] <= 1e-9
+    rng = np.random.default_rng(1)
+    N = 20_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no NaN is cast on the way
+        out, _ = v.sample(p / p.sum(), sample_drafts(law, rng, N), rng)
+    assert 0.5 * np.abs(np.bincount(out, minlength=20) / N - p / p.sum()).sum() < 0.03

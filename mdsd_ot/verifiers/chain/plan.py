@@ -508,8 +508,10 @@ def _build(p, q, n, construction, order) -> Plan:
         if construction == "cp-swap" and (short or not certified) and cp_products_underflow(q, n):
             # every n-set weight underflows: a design that is not exact is not trusted there,
             # not even one that "accepts nothing" (its sampler read NaN piece probabilities)
-            plan = _uncertified(plan, _safe(p, q, n, order, construction))
-            plan.info["fallback"]["reason"] = "products underflow"
+            top = _safe(p, q, n, order, construction)
+            why = "top accepts more" if top.acceptance > plan.acceptance else "products underflow"
+            plan = _uncertified(plan, top)
+            plan.info["fallback"]["reason"] = why
         elif not certified and plan.acceptance == 0.0:  # accepts nothing: the output is the
             plan.info["no_law"] = True  # residual draw from p itself, so no law error
             plan.law_error = 0.0
