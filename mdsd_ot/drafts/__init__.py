@@ -139,13 +139,13 @@ def from_spec(spec: dict[str, Any]) -> DraftLaw:
         )
     q, qs = spec.get("q"), spec.get("qs")
     if spec.get("normalised") is True:  # floats a law normalised: kept bit for bit
-        if q is not None and not V_.is_rational_input(q):
-            q = Vector(q, "q", normalised=True)
+
+        def kept(x: Any, name: str) -> Any:
+            return x if V_.is_rational_input(x) else Vector(x, name, normalised=True)
+
+        q = None if q is None else kept(q, "q")
         if isinstance(qs, list | tuple):
-            qs = [
-                Vector(x, f"qs[{j}]", normalised=True) if not V_.is_rational_input(x) else x
-                for j, x in enumerate(qs)
-            ]
+            qs = [kept(x, f"qs[{j}]") for j, x in enumerate(qs)]
     return make(spec["scheme"], q, spec.get("n"), qs=qs, table=spec.get("table"))
 
 

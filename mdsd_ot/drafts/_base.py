@@ -476,6 +476,13 @@ class DraftLaw:
         """A JSON-friendly description (``from_spec`` rebuilds the law)."""
         raise NotImplementedError  # pragma: no cover
 
+    def _marked(self, out: dict[str, Any]) -> dict[str, Any]:
+        """``out`` with ``"normalised": true`` for a float law: from_spec then keeps its floats
+        bit for bit (no second division by their sum)."""
+        if not self.rational:
+            out["normalised"] = True
+        return out
+
     @classmethod
     def build(
         cls, q: Any = None, n: int | None = None, *, qs: Any = None, table: Any = None
@@ -584,11 +591,5 @@ class QLaw(DraftLaw):
         return cls(q, cls.fixed_n or n)
 
     def spec(self) -> dict[str, Any]:
-        out = {
-            "scheme": self.scheme,
-            "n": self.n,
-            "q": [fmt(v) for v in self.qvals(self.rational)],
-        }
-        if not self.rational:  # from_spec keeps these floats bit for bit (no second division)
-            out["normalised"] = True
-        return out
+        q = [fmt(v) for v in self.qvals(self.rational)]
+        return self._marked({"scheme": self.scheme, "n": self.n, "q": q})

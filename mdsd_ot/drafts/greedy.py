@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import _EPS, Number, QLaw, as_rng, fmt, zero
+from ._base import _EPS, Number, QLaw, as_rng, zero
 from ._sets import SetWeights, sorted_sets
 from .sampling import InverseCDF
 
@@ -194,12 +194,6 @@ class SpecHub(QLaw):
     def _float_lossy(self, what: str) -> bool:
         """The mass outside a is positive but 0.0 as floats: the second draft has no float law."""
         return self.rational and float(_mass_outside(self, [self.a], False)) <= 0.0
-
-    def spec(self):
-        out = {"scheme": self.scheme, "n": 2, "q": [fmt(v) for v in self.qvals(self.rational)]}
-        if not self.rational:  # from_spec keeps these floats bit for bit (no second division)
-            out["normalised"] = True
-        return out
 
     def _Q(self, mask, exact):
         if not mask[self.a]:

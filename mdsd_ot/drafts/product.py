@@ -128,15 +128,8 @@ class Product(DraftLaw):
         return np.stack([InverseCDF(q).draw(u[:, j]) for j, q in enumerate(self.qs)], axis=1)
 
     def spec(self):
-        r = self.rational
-        out = {
-            "scheme": self.scheme,
-            "n": self.n,
-            "qs": [[fmt(v) for v in self.qvals(j, r)] for j in range(self.n)],
-        }
-        if not r:  # from_spec keeps these floats bit for bit (no second division)
-            out["normalised"] = True
-        return out
+        qs = [[fmt(v) for v in self.qvals(j, self.rational)] for j in range(self.n)]
+        return self._marked({"scheme": self.scheme, "n": self.n, "qs": qs})
 
     # -- set and tuple weights ---------------------------------------------------------------
     def _support(self) -> np.ndarray:
