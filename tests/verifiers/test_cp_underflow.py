@@ -16,6 +16,7 @@ import pytest
 from mdsd_ot import alpha_star, verifiers
 from mdsd_ot.drafts import ConditionalPoisson
 from mdsd_ot.verifiers._draws import sample_drafts
+from mdsd_ot.verifiers.chain import build_plan
 from mdsd_ot.verifiers.chain.plan import CP_UNDERFLOW_BITS, cp_products_underflow
 
 #: The rows (float repr, exact round trip): five heavy tokens beside fifteen tails each.
@@ -55,7 +56,9 @@ def test_rows_above_the_threshold_keep_cp_swap():
     p, q = _row(1e-60)  # heaviest 9-set weight about 2^-803
     assert not cp_products_underflow(q, 9) and CP_UNDERFLOW_BITS == -1000.0
     cert = verifiers.get("optimal", ConditionalPoisson(q, 9)).certificate(p)
-    assert cert["construction"] == "cp-swap" and cert["eps"] <= 1e-9
+    assert cert["construction"] in ("cp-pair", "cp-swap") and cert["eps"] <= 1e-9
+    plan = build_plan(p, q, 9, "cp-swap")  # the swap design is kept, not top
+    assert plan.construction == "cp-swap" and plan.info["shortfall"] <= 1e-9
 
 
 def test_a_design_that_accepts_nothing_there_gives_way_too():

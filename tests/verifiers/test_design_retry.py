@@ -189,9 +189,16 @@ def test_the_retry_runs_where_the_first_design_stops_above_tolerance():
     assert err <= 1e-10 and float(np.maximum(s - T, 0).sum()) == info["shortfall"]
 
 
-def test_the_verifier_reports_the_retry_and_attains_alpha_star():
+def test_the_verifier_reports_the_retry_and_attains_alpha_star(monkeypatch):
+    """The cp-swap route (the pair design declined) reports its retries; the default plan
+    attains α* too."""
+    from mdsd_ot.verifiers.chain import pairs
+
     p, q = _cold_row()
     law = drafts.ConditionalPoisson(q, 3)
+    cert = ChainOptimal(law).certificate(p)
+    assert cert["construction"] in ("cp-pair", "cp-swap") and 0 <= cert["eps"] <= 1e-9
+    monkeypatch.setattr(pairs, "pair_plan", lambda *a: "declined (test)")
     cert = ChainOptimal(law).certificate(p)
     assert cert["construction"] == "cp-swap" and cert["retry"]["kept"] == "damped"
     assert 0 <= cert["eps"] <= 1e-9

@@ -408,7 +408,7 @@ def test_uncertified_cp_swap_gives_way_to_top(monkeypatch):
     now leave out a heavy split token whose deflation cancels (``cutlaw._passes``), and the
     bound is 1.6e-12 (next test); the fallback is checked here with a law whose bound is
     forced above UNCERTIFIED."""
-    from mdsd_ot.verifiers.chain import ChainOptimal, cutlaw, swap
+    from mdsd_ot.verifiers.chain import ChainOptimal, cutlaw, pairs, swap
     from mdsd_ot.verifiers.chain.plan import UNCERTIFIED
 
     def loose(qs, n, kern, row=None):
@@ -416,6 +416,7 @@ def test_uncertified_cp_swap_gives_way_to_top(monkeypatch):
         return T, 23.0
 
     monkeypatch.setattr(swap, "cp_law", loose)
+    monkeypatch.setattr(pairs, "pair_plan", lambda *a: "declined (test)")  # to cp-swap
     p, q = _finding5_row()
     v = ChainOptimal(ConditionalPoisson(q, 25))
     cert = v.certificate(p)
@@ -427,14 +428,18 @@ def test_uncertified_cp_swap_gives_way_to_top(monkeypatch):
 
 def test_finding5_row_is_certified_now():
     """The row of finding 5 (n = 25 of V = 30): ``cp-swap`` with a law bound of at most 1e-10
-    and ε = α* − acceptance at most 1e-8 (it was ``top``, acceptance 0.090 for α* = 1)."""
+    and ε = α* − acceptance at most 1e-8 (it was ``top``, acceptance 0.090 for α* = 1); the
+    default plan (``cp-pair`` where its design fits) meets the same bounds."""
     from mdsd_ot.fast import alpha_star
-    from mdsd_ot.verifiers.chain import ChainOptimal
+    from mdsd_ot.verifiers.chain import ChainOptimal, build_plan
 
     p, q = _finding5_row()
-    cert = ChainOptimal(ConditionalPoisson(q, 25)).certificate(p)
-    assert cert["construction"] == "cp-swap" and cert["law_error"] <= 1e-10
     a = float(alpha_star(p, q, n=25, scheme="conditional-poisson"))
+    plan = build_plan(p, q, 25, "cp-swap")
+    assert plan.construction == "cp-swap" and plan.law_error <= 1e-10
+    assert 0.0 <= a - plan.acceptance <= 1e-8
+    cert = ChainOptimal(ConditionalPoisson(q, 25)).certificate(p)
+    assert cert["construction"] in ("cp-pair", "cp-swap") and cert["law_error"] <= 1e-10
     assert 0.0 <= a - cert["acceptance"] <= 1e-8
 
 
@@ -596,11 +601,14 @@ def test_p_equal_q_with_a_heavy_token_reaches_one(seed):
     at the bottom of the chain, a demand token the design lifts above the rest, and cp-swap
     (n = 4) stopped at ε = 4.2e-4 and 3.4e-4; within a tie the lighter tokens now come first
     (plan.heavy_last) and ε ≤ 1e-10."""
+    from mdsd_ot.verifiers.chain import build_plan
     from mdsd_ot.verifiers.chain.plan import heavy_last
 
     q = _heavy_first(seed)
     c = verifiers.get("optimal", ConditionalPoisson(q, 4)).certificate(q.copy())
-    assert c["construction"] == "cp-swap" and c["eps"] <= 1e-10
+    assert c["construction"] in ("cp-pair", "cp-swap") and c["eps"] <= 1e-10
+    plan = build_plan(q, q, 4, "cp-swap")  # the swap design itself, with the heavy-last order
+    assert plan.construction == "cp-swap" and plan.info["shortfall"] <= 1e-10
     order = heavy_last(np.arange(300), np.ones(300), q)
     assert order[-1] == 0 and np.all(np.diff(q[order]) >= 0)
     order = np.arange(300)  # no tie: the order itself

@@ -51,6 +51,7 @@ class ExactPlan:
     selection: list  #: the selection law T by token id
     rows2: list | None = None  #: ``seq2``: the second draft's kernel rows (``rows`` = the first's)
     single: frozenset = frozenset()  #: ``seq-swap-h``: the token ids that pick once
+    pair: Any = None  #: ``cp-pair``: the float plan's :class:`~.pairs.PairRule` (by slot)
 
 
 def _order(p: list, q: list) -> list[int]:
@@ -298,8 +299,32 @@ def _winner_shares(plan: ExactPlan, tup: tuple[int, ...]) -> Iterator[tuple[int,
                 yield y, pr / len(tied)
 
 
+def _pair_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
+    r"""``cp-pair``: the highest drafted slot y hands over to each other draft x with
+    probability :math:`\lambda(y, x)`, the float product :math:`\theta_y g_x` the sampler
+    draws with (exact as a Fraction), and keeps the rest."""
+    import numpy as np
+
+    one = plan.q[0] - plan.q[0] + 1
+    conv = type(one) if not isinstance(one, int) else float
+    slots = [plan.rank[i] for i in tup]
+    y = max(slots)
+    lam = plan.pair.hand_over(np.full(len(slots), y), np.array(slots))
+    out: dict[int, Any] = {}
+    keep = one
+    for tok, sl, la in zip(tup, slots, lam.tolist(), strict=True):
+        if sl != y and la > 0:
+            out[tok] = out.get(tok, 0) + conv(la)
+            keep = keep - conv(la)
+    top = tup[slots.index(y)]
+    out[top] = out.get(top, 0) + keep
+    return out
+
+
 def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     """The selection step of the rule for one tuple: {token: probability} before thinning."""
+    if plan.construction == "cp-pair":
+        return _pair_select(plan, tup)
     if plan.construction in ("cp-swap", "seq-swap", "seq-swap-h"):
         return _pieces_select(plan, tup)
     if plan.construction == "seq2":
@@ -339,10 +364,11 @@ def exact_swap_plan(
     order = [int(i) for i in fplan.order]
     V = len(p)
     rows: list[dict[int, Any]] = [{} for _ in range(V)]
-    for e, (k, pr) in enumerate(
-        zip(fplan.pieces.tok.tolist(), fplan.pieces.prob.tolist(), strict=True)
-    ):
-        rows[k][e] = conv(pr)
+    if fplan.pieces is not None:
+        for e, (k, pr) in enumerate(
+            zip(fplan.pieces.tok.tolist(), fplan.pieces.prob.tolist(), strict=True)
+        ):
+            rows[k][e] = conv(pr)
     rank = [0] * V
     for k, i in enumerate(order):
         rank[i] = k
@@ -351,6 +377,7 @@ def exact_swap_plan(
     plan = ExactPlan(construction, n, list(q), rank, rows, [], [], zero, [])
     if fplan.single is not None:
         plan.single = frozenset(int(i) for i in fplan.single)
+    plan.pair = fplan.pair
     T = [zero] * V
     for tup, w in items.items():
         for tok, pr in select_law(plan, tuple(tup)).items():
@@ -407,7 +434,7 @@ def exact_seq2_plan(p: list, q: list) -> ExactPlan | None:
 def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
     one = plan.q[0] - plan.q[0] + 1
-    if plan.construction in ("cp-swap", "seq-swap", "seq-swap-h", "seq2"):
+    if plan.construction in ("cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2"):
         shares: Iterable[tuple[int, Any]] = select_law(plan, tup).items()
     else:  # each share thinned before it is summed (select_law sums first)
         shares = _winner_shares(plan, tup)

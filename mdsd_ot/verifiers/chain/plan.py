@@ -69,7 +69,8 @@ __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 
 #: The constructions, in the order of the module docstring.
 CONSTRUCTIONS: tuple[str, ...] = (
-    "relabel", "cp2", "stream", "top", "cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best"
+    "relabel", "cp2", "stream", "top", "cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2",
+    "seq-best",
 )  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
@@ -119,6 +120,8 @@ class Plan:
         The two relabelling kernels of ``seq2`` (:mod:`.seq2_kernel`).
     single : (m,) int64 ndarray or None
         ``seq-swap-h``: the token ids whose draws share one pick (:mod:`.seqsingle`).
+    pair : PairRule or None
+        ``cp-pair``: the hand-over probabilities by slot (:mod:`.pairs`).
     """
 
     construction: str
@@ -138,6 +141,7 @@ class Plan:
     T: np.ndarray | None = None
     seq2: Any = None
     single: np.ndarray | None = None
+    pair: Any = None
     dE: np.ndarray | None = None
     key: np.ndarray | None = None
     _rank: np.ndarray | None = None
@@ -240,7 +244,7 @@ def sort_keys(p: np.ndarray, q: np.ndarray, out: np.ndarray | None = None) -> np
 #: (:func:`heavy_last`), for n >= 3 (at n = 2 ``seq-swap`` is ``seq2``'s fallback, which keeps
 #: the stable order, and the stable order served it better: ε 2.4e-11 against 3.4e-7 with p = q
 #: and a heavy token first).
-HEAVY_LAST: tuple[str, ...] = ("cp-swap", "seq-swap", "seq-swap-h", "seq-best")
+HEAVY_LAST: tuple[str, ...] = ("cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq-best")
 
 
 def heavy_last(order: np.ndarray, key: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -498,11 +502,22 @@ def _build(p, q, n, construction, order) -> Plan:
             plan = _uncertified(plan, _safe(p, q, n, order, "cp-swap"))
     elif construction in ("relabel", "stream"):
         plan = _relabel(p, q, n, order, construction)
-    elif construction in ("cp-swap", "seq-swap", "seq-swap-h"):
+    elif construction in ("cp-pair", "cp-swap", "seq-swap", "seq-swap-h"):
         from .swap import swap_plan
 
-        with np.errstate(over="ignore", invalid="ignore"):  # non-finite figures: the fallback
-            plan = swap_plan(p, q, n, order, construction)
+        pair = None
+        if construction == "cp-pair":  # the pair hand-over rule where its design fits
+            from .pairs import pair_plan
+
+            pair = pair_plan(p, q, n, order)
+            construction = "cp-swap"
+        if pair is not None and not isinstance(pair, str):
+            plan = pair
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):  # non-finite figures: fallback
+                plan = swap_plan(p, q, n, order, construction)
+            if pair is not None:  # why the pair design was not used
+                plan.info["pair"] = pair
         certified = plan.law_error <= UNCERTIFIED and np.isfinite(plan.acceptance)
         short = plan.info.get("shortfall", 0.0) > SHORT
         if construction == "cp-swap" and (short or not certified) and cp_products_underflow(q, n):

@@ -394,6 +394,15 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
         pick = np.argmax(piece_levels(plan, t, rng), axis=1)
         sel = t[rows, pick]
         sel_slot = plan.slots_of(sel)
+    elif plan.pair is not None:  # the highest drafted slot hands over to another, or keeps
+        own = plan.slots_of(t)
+        top = np.argmax(own, axis=1)
+        y = own[rows, top]
+        lam = plan.pair.hand_over(y[:, None], own)  # 0 at the top itself (x < y fails)
+        cum = np.cumsum(lam, axis=1)
+        u = rng.random(len(t))
+        pick = np.where(u < cum[:, -1], np.argmax(u[:, None] < cum, axis=1), top)
+        sel, sel_slot = t[rows, pick], own[rows, pick]
     elif plan.seq2 is not None:  # first draft by kernel A1, second by A2; higher level wins
         own = plan.slots_of(t)
         l1, l2 = plan.seq2.pair_levels(own[:, 0], own[:, 1], rng)

@@ -53,12 +53,14 @@ EXACT: tuple[str, ...] = ("relabel", "cp2")
 #: Constructions whose acceptance is α* − ε with a certified ε: the swap constructions (measured
 #: ~1e-11; see the note) and ``seq2`` (α* up to rounding where its design fits, which is checked
 #: per position; where it does not, its plan is the ``seq-swap`` plan).
-CERTIFIED: tuple[str, ...] = ("cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best")
+CERTIFIED: tuple[str, ...] = (
+    "cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best"
+)  # fmt: skip
 
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
 _CONSTRUCTION: dict[type, Any] = {
     WithReplacement: lambda n: "relabel",
-    ConditionalPoisson: lambda n: "cp2" if n == 2 else "cp-swap",
+    ConditionalPoisson: lambda n: "cp2" if n == 2 else "cp-pair",
     WithoutReplacement: lambda n: "seq2" if n == 2 else "seq-best",
 }
 
@@ -401,7 +403,7 @@ class ChainOptimal(Verifier):
                 return plan
             con = "seq-swap"
         fplan = None
-        if con in ("seq-best", "cp-swap"):  # the construction the float plan chose here
+        if con in ("seq-best", "cp-pair", "cp-swap"):  # the construction the float plan chose
             pf = np.array([float(x) for x in p])
             qf = np.array([float(x) for x in q])
             fplan = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con)

@@ -1,0 +1,349 @@
+r"""The pair hand-over rule for conditional-Poisson drafts, n >= 3 (``cp-pair``;
+proofs/optimal_verifier.md, §11).
+
+Sort by p/q (slots, §0).  For a draft set S let y be its highest slot.  The rule selects a
+drafted x below y with probability :math:`\lambda(y, x)` and y otherwise, so its law is
+*linear* in λ and moves selection mass from y to x only:
+
+.. math::
+
+   T = D + \sum_{x<y} \lambda(y, x)\, M(y, x)\, (e_x - e_y), \qquad
+   M(y, x) = \Pr[\text{top}(S) = y,\ x \in S] = \frac{q_y q_x e_{n-2}(H_y \setminus x)}{e_n(q)},
+
+with :math:`H_y` the slots below y.  It is a rule when :math:`\sum_{x \in S \setminus y}
+\lambda(y, x) \le 1` for every S, i.e. the n - 1 largest :math:`\lambda(y, \cdot)` sum to at
+most 1.  The design takes :math:`\lambda(y, x) = \theta_y g_x` inside the blocks of the
+transfer path (cuts where :math:`E' = 0`, :math:`E' = E - \min_{c' \le c} E_{c'}`), givers
+:math:`\Delta = E'_c - E'_{c+1} > 0` and receivers :math:`\Delta < 0`.  Were M a product
+:math:`a_y q_x` the flows :math:`A_c G_c = E'_c` (A the suffix sums of :math:`\theta a` over the
+givers, G the prefix sums of :math:`g q` over the receivers) would be met exactly by
+:math:`G_{c+1} / G_c = E'_{c+1} / E'_c` at receivers (Theorem 6); with the exact M (rank n - 1)
+that is the start of a matrix scaling, :math:`g = \delta / \mathrm{In}(\theta)`,
+:math:`\theta = \sigma / \mathrm{Out}(g)`, each a few cumulative sums of non-negative terms
+(O(nV), no subtraction).  The plan is used where the scaling reaches its tolerance and the
+rule is a rule; otherwise :func:`pair_plan` returns the reason and the caller designs
+``cp-swap``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ...fast import alpha_star
+>>> from .plan import chain_order
+>>> p, q = np.array([0.05, 0.15, 0.3, 0.5]), np.array([0.4, 0.3, 0.2, 0.1])
+>>> plan = pair_plan(p, q, 3, chain_order(p, q))
+>>> a = alpha_star(p, q, n=3, scheme="conditional-poisson")
+>>> plan.construction, bool(0 <= a - plan.acceptance < 1e-9)
+('cp-pair', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...drafts.sampling import scale_exponent
+from .pieces import cp_levels
+
+__all__ = ["PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS", "PAIR_TOL"]
+
+EPS = float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).smallest_subnormal)
+#: Below :math:`e_n(q) <` this to the n-th power the levels are formed from :math:`2^k q`
+#: (:func:`~mdsd_ot.drafts.sampling.scale_exponent`).
+_NORMAL_EN: float = 2.0**-32
+
+#: At most this many scaling steps (each: one pass for the receivers, one for the givers).
+PAIR_ITERATIONS: int = 40
+
+#: The scaling stops when the shortfall :math:`\sum (s - T)^+` is at most this plus
+#: :math:`10^{-15} V` (its floating-point floor at V = 152,064 is about 1.5e-12); a design that
+#: does not get there is not used.
+PAIR_TOL: float = 1e-10
+
+#: The n - 1 largest :math:`\lambda(y, \cdot)` of a giver must sum to at most ``1 - SET_MARGIN``
+#: (the sampler adds them in floating point).
+SET_MARGIN: float = 1e-12
+
+
+@dataclass
+class PairRule:
+    r"""The hand-over probabilities :math:`\lambda(y, x) = \theta_y g_x` for slots x < y of the
+    same ``block`` (0 across blocks), by slot.
+
+    Examples
+    --------
+    >>> r = PairRule(np.array([0.0, 0.0, 0.5]), np.array([0.4, 0.2, 0.0]), np.zeros(3, np.int64))
+    >>> r.hand_over(np.array([2, 2]), np.array([0, 1])).tolist()
+    [0.2, 0.1]
+    """
+
+    theta: np.ndarray
+    g: np.ndarray
+    block: np.ndarray
+
+    def hand_over(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """:math:`\\lambda(y, x)` for slot arrays of one shape (0 where x >= y or the blocks
+        differ); the product :math:`\\theta_y g_x` rounded once, as the law counts it."""
+        lam = self.theta[y] * self.g[x]
+        return np.where((x < y) & (self.block[x] == self.block[y]), lam, 0.0)
+
+
+def _excl_suffix(x: np.ndarray) -> np.ndarray:
+    """:math:`\\sum_{j > k} x_j` for every k (sequential, from the top)."""
+    out = np.empty_like(x)
+    out[-1] = 0.0
+    np.cumsum(x[:0:-1], out=out[-2::-1])
+    return out
+
+
+def _excl_prefix(x: np.ndarray) -> np.ndarray:
+    """:math:`\\sum_{j < k} x_j` for every k (sequential, from the bottom)."""
+    out = np.empty_like(x)
+    out[0] = 0.0
+    np.cumsum(x[:-1], out=out[1:])
+    return out
+
+
+def pair_flows(
+    qs: np.ndarray, e: list[np.ndarray], n: int, blocks: list[tuple[int, int]],
+    theta: np.ndarray, g: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    r"""In- and out-flow rates of every slot, times :math:`e_n`:
+
+    .. math::
+
+       \mathrm{In}_k = q_k \sum_{j=0}^{n-2} e_j(H_k) R_{n-2-j}(k), \quad
+       R_0(k) = \sum_{y>k} \theta_y q_y, \quad R_i(k) = \sum_{j>k} q_j R_{i-1}(j);
+
+       \mathrm{Out}_k = q_k U_{n-2}(k), \quad
+       U_m(k) = \sum_{j<k} \bigl(q_j U_{m-1}(j) + g_j q_j e_m(H_j)\bigr), \ U_{-1} = 0,
+
+    the sums over the slots of k's block, so that :math:`\sum_{y>k} \theta_y M(y, k) =
+    \mathrm{In}_k / e_n` and :math:`\sum_{x<k} g_x M(k, x) = \mathrm{Out}_k / e_n`
+    (:math:`e_{n-2}(H_y \setminus x) = \sum_j e_j(H_x) e_{n-2-j}(\text{slots strictly between})`:
+    every term is non-negative).  ``e[m]`` holds :math:`e_m(H_k)`, k = 0..V.
+
+    Examples
+    --------
+    >>> qs = np.array([0.2, 0.3, 0.5]); e = cp_levels(qs, 3)
+    >>> In, Out = pair_flows(qs, e, 3, [(0, 3)], np.array([0, 0, 1.0]), np.array([1.0, 0, 0]))
+    >>> round(float(In[0] / e[3][-1]), 12), round(float(Out[2] / e[3][-1]), 12)  # M(2, 0) = 1
+    (1.0, 1.0)
+    """
+    return _inflow(qs, e, n, blocks, theta), _outflow(qs, e, n, blocks, g)
+
+
+def _inflow(qs, e, n, blocks, theta) -> np.ndarray:
+    r""":math:`\mathrm{In}` of :func:`pair_flows`."""
+    In = np.zeros(len(qs))
+    for lo, hi in blocks:
+        q = qs[lo:hi]
+        R = _excl_suffix(theta[lo:hi] * q)
+        acc = e[n - 2][lo:hi] * R
+        for i in range(1, n - 1):
+            R = _excl_suffix(q * R)
+            acc += e[n - 2 - i][lo:hi] * R
+        In[lo:hi] = q * acc
+    return In
+
+
+def _outflow(qs, e, n, blocks, g) -> np.ndarray:
+    r""":math:`\mathrm{Out}` of :func:`pair_flows`."""
+    Out = np.zeros(len(qs))
+    for lo, hi in blocks:
+        q = qs[lo:hi]
+        gq = g[lo:hi] * q
+        U = _excl_prefix(gq)  # e_0 = 1
+        for m in range(1, n - 1):
+            U = _excl_prefix(q * U + gq * e[m][lo:hi])
+        Out[lo:hi] = q * U
+    return Out
+
+
+def set_sums(
+    theta: np.ndarray, g: np.ndarray, qs: np.ndarray, n: int, blocks: list[tuple[int, int]]
+) -> float:
+    r"""The largest :math:`\theta_y \times` (sum of the n - 1 largest :math:`g_x`, x < y in y's
+    block, :math:`q_x > 0`) over the givers: the largest probability of a hand-over on a draft
+    set.  Running order statistics by levels: :math:`T_r` the running maximum of :math:`B_r`,
+    :math:`B_1 = g`, :math:`B_{r+1}(j) = \min(B_r(j), T_r(j-1))` (the value level r leaves
+    behind at j); :math:`T_r(k)` is then the r-th largest of the first k values.
+
+    Examples
+    --------
+    >>> set_sums(np.array([0, 0, 0, 0.5]), np.array([0.9, 0.4, 0.6, 0]), np.ones(4), 3, [(0, 4)])
+    0.75
+    """
+    worst = 0.0
+    for lo, hi in blocks:
+        B = np.where(qs[lo:hi] > 0, g[lo:hi], 0.0)
+        top = np.zeros(hi - lo)
+        for _ in range(n - 1):
+            T = np.maximum.accumulate(B)
+            before = np.concatenate([[0.0], T[:-1]])  # the r-th largest strictly below
+            top += before
+            B = np.minimum(B, before)
+        worst = max(worst, float(np.max(theta[lo:hi] * top, initial=0.0)))
+    return worst
+
+
+def _blocks(Ep: np.ndarray) -> list[tuple[int, int]]:
+    """The blocks of two or more slots: [lo, hi) between consecutive zero cuts of E'."""
+    cuts = np.flatnonzero(Ep == 0.0)
+    wide = np.flatnonzero(np.diff(cuts) > 1)
+    return list(zip(cuts[wide].tolist(), cuts[wide + 1].tolist(), strict=True))
+
+
+def _rank_one(qs: np.ndarray, e: list[np.ndarray], n: int, Ep: np.ndarray) -> np.ndarray:
+    r"""θ of the product model :math:`M(y, x) \approx a_y q_x`, :math:`a_y = q_y e_{n-2}(H_y)`
+    (Theorem 6), on a span of blocks (``Ep`` on its cuts): :math:`\log G_{c+1} = \log G_c +
+    \log(E'_{c+1}/E'_c)` at the receivers above a block's bottom slot, :math:`\theta_y =
+    \Delta_y / (a_y G_y)` at the givers.  G is one running product over the span: a constant
+    factor per block, which the scaling's first step takes out (:math:`\lambda = \theta g` is
+    the same for :math:`(\kappa\theta, g/\kappa)` within a block)."""
+    d = Ep[:-1] - Ep[1:]
+    step = np.zeros(len(d))
+    rec = np.flatnonzero((d < 0) & (Ep[:-1] > 0))  # receivers with a cut of E' > 0 below
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step[rec] = np.log(Ep[rec + 1] / Ep[rec])
+    logG = np.cumsum(step)  # log G at the cut above each slot
+    logG -= logG[-1] if len(logG) else 0.0
+    giv = np.flatnonzero(d > 0)
+    theta = np.zeros(len(d))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        G = np.exp(logG[giv])  # a giver leaves G unchanged: the cut below has the same G
+        theta[giv] = d[giv] / (qs[giv] * e[n - 2][giv] * G)
+    theta[~np.isfinite(theta) & (np.arange(len(d)) >= 0)] = (
+        np.inf if False else theta[~np.isfinite(theta)]
+    )
+    return theta
+
+
+def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
+    r"""The ``cp-pair`` :class:`~mdsd_ot.verifiers.chain.plan.Plan` of one position (n >= 3),
+    or a string saying why the design does not fit (the caller then designs ``cp-swap``).
+
+    The plan's ``T`` is the rule's law by slot, ``s`` the accepted sub-law :math:`\min(s, T)`,
+    ``pair`` the :class:`PairRule`; ``info`` records the scaling (``iterations``,
+    ``shortfall``, ``history``), ``set_sum`` (the largest hand-over probability on a draft
+    set), ``blocks`` and ``prefix_error`` (the rounding bound of Q on the prefixes).
+    """
+    from .plan import UNCERTIFIED, Plan, _transfer
+
+    V = len(order)
+    if n < 3 or V < 2:
+        return "n < 3 or V < 2"
+    qs, ps = q[order], p[order]
+    if _products_underflow(qs, n):  # every n-set weight subnormal: no relative error bound
+        return "products underflow"
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        e = cp_levels(qs, n)
+        if not float(e[n][-1]) >= _NORMAL_EN**n:  # tiny e_n: ratios of 2^k q (same law)
+            k = scale_exponent(qs, n)
+            qs = np.ldexp(qs, k)
+            e = cp_levels(qs, n)
+        en = float(e[n][-1])
+        if not (np.isfinite(en) and en > 0 and all(np.isfinite(x[-1]) for x in e)):
+            return "elementary symmetric levels out of range"
+        D = qs * e[n - 1][:-1] / en
+        Q = e[n][1:] / en
+    E = _transfer(ps, Q)[0].copy()  # the transfer path of the sub-law (Theorem 1)
+    s = D + (E[1:] - E[:-1])
+    np.minimum(s, ps, out=s)
+    np.maximum(s, 0.0, out=s)
+    Ep = E - np.minimum.accumulate(E)  # E' (module docstring): 0 at the bottom cut too
+    Ep[0] = Ep[-1] = 0.0
+    blocks = _blocks(Ep)
+    lo = blocks[0][0] if blocks else 0
+    hi = blocks[-1][1] if blocks else 0
+    local = [(a - lo, b - lo) for a, b in blocks]  # the span of the blocks, as its own row
+    ql, el = qs[lo:hi], [x[lo : hi + 1] for x in e]
+    delta = Ep[lo:hi] - Ep[lo + 1 : hi + 1]
+    sig = np.where(delta > 0, delta, 0.0)
+    dem = np.where(delta < 0, -delta, 0.0)
+    theta = _rank_one(ql, el, n, Ep[lo : hi + 1])
+    if not np.all(np.isfinite(theta)):
+        return "rank-one start out of range"
+    outside = float(
+        np.sum(np.maximum(s[:lo] - D[:lo], 0.0)) + np.sum(np.maximum(s[hi:] - D[hi:], 0.0))
+    )
+    sl, Dl = s[lo:hi], D[lo:hi]
+    tol = PAIR_TOL + 1e-15 * V
+    hist: list[float] = []
+    best = None
+    g = np.zeros(hi - lo)
+    In = Out = T = g
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(PAIR_ITERATIONS if blocks else 1):
+            if blocks:
+                In = _inflow(ql, el, n, local, theta)
+                g = np.where(In > 0, dem * en / In, 0.0)
+                Out = _outflow(ql, el, n, local, g)
+                T = Dl + (g * In - theta * Out) / en
+            short = outside + float(np.sum(np.maximum(sl - T, 0.0)))
+            if not np.isfinite(short):
+                break
+            hist.append(short)
+            if best is None or short < best[0]:
+                best = (short, theta, g, In, Out, T)
+            if short <= tol or (len(hist) > 3 and short > 0.5 * hist[-4]):
+                break
+            theta = np.where(Out > 0, sig * en / Out, 0.0)
+    if best is None:
+        return "scaling out of range"
+    short, theta, g, In, Out, T = best
+    if short > tol:
+        return f"scaling stopped at a shortfall of {short:.3g}"
+    worst = set_sums(theta, g, ql, n, local)
+    if not worst <= 1.0 - SET_MARGIN:
+        return f"not a rule: a draft set would hand over with probability {worst:.6g}"
+    # a-priori rounding bound (§11): every level, flow and D is a sequential sum of
+    # non-negative terms, n cumulative sums of at most V + 1 terms deep, times e_n; products
+    # below the normal range add an absolute error
+    flows = float(np.sum(D) + np.sum(g * In + theta * Out) / en)
+    depth = 3 * n * (V + 2) + 6 * n + 16
+    law_error = 2.0 * depth * EPS / (1.0 - depth * EPS) * flows
+    law_error += 8.0 * n * (V + 2) * _TINY / en
+    if not law_error <= UNCERTIFIED:
+        return f"law error bound {law_error:.3g} above {UNCERTIFIED:g}"
+    Tall = D.copy()
+    Tall[lo:hi] = T
+    acc = np.minimum(s, Tall)
+    np.maximum(acc, 0.0, out=acc)
+    plan = Plan(
+        "cp-pair", n, p, q, order, np.cumsum(q[order]), None, acc, None, None, float(acc.sum()),
+        law_error,
+    )  # fmt: skip
+    plan.T = Tall
+    th, gg = np.zeros(V), np.zeros(V)
+    th[lo:hi], gg[lo:hi] = theta, g
+    plan.pair = PairRule(th, gg, _block_ids(V, Ep, lo, hi))
+    q_err = 2.0 * (n * (V + 1) + 4) * EPS / (1.0 - (n * (V + 1) + 4) * EPS)
+    plan.info.update(
+        iterations=len(hist), shortfall=short, history=hist, set_sum=worst,
+        blocks=len(blocks), prefix_error=q_err,
+    )  # fmt: skip
+    return plan
+
+
+def _products_underflow(qs: np.ndarray, n: int) -> bool:
+    """:func:`~.plan.cp_products_underflow` without a partition where the n largest masses are
+    all at least :math:`2^{-1000/n}` of the total (then their product is not below
+    :math:`2^{-1000}`)."""
+    from .plan import CP_UNDERFLOW_BITS, cp_products_underflow
+
+    total = float(np.sum(qs))
+    if np.count_nonzero(qs >= total * 2.0 ** (CP_UNDERFLOW_BITS / n)) >= n:
+        return False
+    return cp_products_underflow(qs, n)
+
+
+def _block_ids(V: int, Ep: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Block id by slot on the span [lo, hi) of the blocks: the number of zero cuts of E'
+    strictly inside the span below the slot, so two slots share an id iff no zero cut lies
+    between them; 0 outside the span, where θ = g = 0 (no hand-over either way)."""
+    ids = np.zeros(V, dtype=np.int64)
+    if hi > lo:
+        np.cumsum(Ep[lo:hi] == 0.0, out=ids[lo:hi])
+    return ids

@@ -1,0 +1,189 @@
+"""The pair hand-over rule for conditional-Poisson drafts (``cp-pair``, proofs §11): its flows
+against the dense kernel M, the set constraint, Theorem 6 (exact for product kernels), the
+exact law in Fractions, the fallback to ``cp-swap``, and draws at a real vocabulary."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mdsd_ot import drafts
+from mdsd_ot.fast import alpha_star
+from mdsd_ot.synthetic import synthetic_pair
+from mdsd_ot.verifiers._draws import sample_drafts
+from mdsd_ot.verifiers.chain import ChainOptimal, build_plan
+from mdsd_ot.verifiers.chain.pairs import (
+    _inflow,
+    _outflow,
+    _rank_one,
+    pair_flows,
+    pair_plan,
+    set_sums,
+)
+from mdsd_ot.verifiers.chain.pieces import cp_levels
+from mdsd_ot.verifiers.chain.plan import chain_order
+from testkit import g_test_pvalue
+
+CP = "conditional-poisson"
+
+
+def _e(v: np.ndarray, m: int) -> float:
+    """e_m of the entries of v (direct recursion)."""
+    e = np.zeros(m + 1)
+    e[0] = 1.0
+    for a in v:
+        e[1:] = e[1:] + a * e[:-1]
+    return float(e[m])
+
+
+def _dense_M(qs: np.ndarray, n: int, blocks) -> np.ndarray:
+    """M(y, x) = q_y q_x e_{n-2}(H_y minus x), x < y in one block (times e_n)."""
+    V = len(qs)
+    M = np.zeros((V, V))
+    for lo, hi in blocks:
+        for y in range(lo, hi):
+            for x in range(lo, y):
+                M[y, x] = qs[y] * qs[x] * _e(np.delete(qs[:y], x), n - 2)
+    return M
+
+
+def test_flows_match_the_dense_kernel():
+    """In and Out of the cumulative sums equal the dense sums over M to 1e-12 (relative)."""
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        V, n = int(rng.integers(4, 25)), int(rng.integers(3, 6))
+        qs = rng.dirichlet(np.full(V, 0.5))
+        cuts = np.unique(np.r_[0, rng.integers(1, V, size=int(rng.integers(0, 4))), V])
+        blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
+        theta, g = rng.random(V), rng.random(V)
+        In, Out = pair_flows(qs, cp_levels(qs, n), n, blocks, theta, g)
+        M = _dense_M(qs, n, blocks)
+        want_in, want_out = theta @ M, M @ g
+        scale = max(float(want_in.max(initial=0)), float(want_out.max(initial=0)), 1e-300)
+        assert np.max(np.abs(In - want_in)) <= 1e-12 * scale, trial
+        assert np.max(np.abs(Out - want_out)) <= 1e-12 * scale, trial
+
+
+def test_set_sums_is_the_largest_hand_over_of_a_draft_set():
+    """Against every (n - 1)-subset of the slots below each giver, in its block."""
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        V, n = int(rng.integers(3, 9)), int(rng.integers(3, 5))
+        theta, g = rng.random(V) * (rng.random(V) < 0.5), rng.random(V)
+        qs = rng.random(V) * (rng.random(V) < 0.9)
+        cut = int(rng.integers(1, V))
+        blocks = [(0, cut), (cut, V)]
+        want = 0.0
+        for lo, hi in blocks:
+            for y in range(lo, hi):
+                below = [x for x in range(lo, y) if qs[x] > 0]
+                for S in itertools.combinations(below, min(n - 1, len(below))):
+                    want = max(want, theta[y] * sum(g[x] for x in S))
+        assert set_sums(theta, g, qs, n, blocks) == pytest.approx(want, rel=1e-12, abs=0)
+
+
+def test_rank_one_is_exact_for_a_product_kernel():
+    """Theorem 6: where M(y, x) = a_y q_x (two drafts: e_0 = 1) the rank-one θ and one
+    receiver step g = δ / In give T = s on every slot (to rounding)."""
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        V = int(rng.integers(5, 60))
+        p, q = rng.dirichlet(np.full(V, 0.7)), rng.dirichlet(np.full(V, 0.7))
+        o = chain_order(p, q)
+        qs, ps = q[o], p[o]
+        e = cp_levels(qs, 2)
+        en = e[2][-1]
+        D = qs * e[1][:-1] / en
+        F = np.r_[0.0, np.cumsum(ps) - e[2][1:] / en]
+        S = np.minimum.accumulate(F[::-1])[::-1]
+        E = np.r_[np.maximum(F[:-1] - S[1:], 0.0), 0.0]
+        s = D + E[1:] - E[:-1]
+        Ep = E - np.minimum.accumulate(E)
+        Ep[0] = Ep[-1] = 0.0
+        cuts = np.flatnonzero(Ep == 0.0)
+        blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
+        delta = Ep[:-1] - Ep[1:]
+        theta = _rank_one(qs, e, 2, Ep)
+        In = _inflow(qs, e, 2, blocks, theta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = np.where(In > 0, np.maximum(-delta, 0.0) * en / In, 0.0)
+        T = D + (g * In - theta * _outflow(qs, e, 2, blocks, g)) / en
+        assert np.sum(np.maximum(s - T, 0.0)) <= 1e-13 * V
+
+
+def _rational(x: np.ndarray) -> list[Fraction]:
+    fr = [Fraction(float(v)).limit_denominator(10**12) for v in x]
+    return [v / sum(fr) for v in fr]
+
+
+def test_exact_law_is_p_and_close_to_the_float_law():
+    """Small V, rational input: where the plan is ``cp-pair`` the exact output law (Fractions)
+    is p, the exact selection law is within the plan's law error of the float one, and the
+    acceptance is within 1e-8 of α*."""
+    rng = np.random.default_rng(3)
+    used = 0
+    for trial in range(60):
+        V, n = int(rng.integers(4, 8)), int(rng.integers(3, 5))
+        if n >= V:
+            continue
+        conc = float(rng.choice([0.3, 1.0, 3.0]))
+        p, q = (
+            _rational(rng.dirichlet(np.full(V, conc))),
+            _rational(rng.dirichlet(np.full(V, conc))),
+        )
+        law = drafts.ConditionalPoisson([str(x) for x in q], n)
+        pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
+        plan = build_plan(pf / pf.sum(), qf / qf.sum(), n, "cp-pair")
+        if plan.construction != "cp-pair":
+            continue
+        used += 1
+        v = ChainOptimal(law)
+        out, acc = v.exact([str(x) for x in p])
+        assert all(out[i] == p[i] for i in range(V)), trial
+        ctx = v._setup(p, law, True)
+        assert ctx.construction == "cp-pair"
+        T = np.empty(V)
+        T[plan.order] = plan.T
+        exact_T = np.array([float(x) for x in ctx.selection])
+        assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
+        a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
+        assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+    assert used >= 15, used
+
+
+def test_a_design_that_is_not_a_rule_gives_way_to_cp_swap():
+    """V = 50, T = 0.5, n = 4: the scaled hand-overs of one draft set would sum to 1.47, so
+    the plan is ``cp-swap``'s and ``info["pair"]`` says why; it still reaches α*."""
+    p, q = synthetic_pair(50, 0.5, np.random.default_rng(1), noise=1.0)
+    reason = pair_plan(p, q, 4, chain_order(p, q))
+    assert isinstance(reason, str) and reason.startswith("not a rule")
+    plan = build_plan(p, q, 4, "cp-pair")
+    assert plan.construction == "cp-swap" and plan.info["pair"] == reason
+    assert 0 <= float(alpha_star(p, q, n=4, scheme=CP)) - plan.acceptance <= 1e-9
+
+
+def test_underflowing_products_are_declined():
+    q = np.r_[np.full(5, 0.2), np.full(15, 1e-200)]
+    p = np.r_[np.full(5, 0.19), np.full(15, 0.05 / 15)]
+    q, p = q / q.sum(), p / p.sum()
+    assert pair_plan(p, q, 9, chain_order(p, q)) == "products underflow"
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_draws_at_a_real_vocabulary(n):
+    """V = 20,000: ``cp-pair`` is the default, ε <= 1e-9, and 50,000 draws pass the G-test
+    against p with an acceptance within 4 standard errors of the certified one."""
+    p, q = synthetic_pair(20_000, 1.0, np.random.default_rng([7, n]), noise=1.0)
+    law = drafts.ConditionalPoisson(q, n)
+    v = ChainOptimal(law)
+    cert = v.certificate(p)
+    assert cert["construction"] == "cp-pair" and 0 <= cert["eps"] <= 1e-9
+    assert cert["law_error"] <= 1e-9
+    g = np.random.default_rng([8, n])
+    out, acc = v.sample(p, sample_drafts(law, g, 50_000), g)
+    assert g_test_pvalue(out, p) > 1e-4
+    se = float(np.sqrt(cert["acceptance"] * (1 - cert["acceptance"]) / len(acc)))
+    assert abs(float(acc.mean()) - cert["acceptance"]) <= 4 * se + 1e-9
