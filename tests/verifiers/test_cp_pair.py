@@ -187,3 +187,33 @@ def test_draws_at_a_real_vocabulary(n):
     assert g_test_pvalue(out, p) > 1e-4
     se = float(np.sqrt(cert["acceptance"] * (1 - cert["acceptance"]) / len(acc)))
     assert abs(float(acc.mean()) - cert["acceptance"]) <= 4 * se + 1e-9
+
+
+def test_compiled_flows_are_the_numpy_route_bit_for_bit():
+    """With numba the flows run as two compiled passes; the plan (law, hand-overs, bound) has
+    the numpy route's bits (blocks of every size, n = 2..6)."""
+    from mdsd_ot.fast._fused import disabled
+    from mdsd_ot.verifiers.chain._passes import kernels
+    from mdsd_ot.verifiers.chain.pairs import _inflow, _levels, _outflow
+
+    if kernels() is None:
+        pytest.skip("numba is not installed (extra [jit])")
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        V, n = int(rng.integers(2, 400)), int(rng.integers(2, 7))
+        qs = rng.dirichlet(np.full(V, 0.3))
+        e = _levels(qs, n)
+        cuts = np.unique(np.r_[0, rng.integers(1, V + 1, size=3), V])
+        blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
+        th, g = rng.random(V) * (rng.random(V) < 0.5), rng.random(V) * (rng.random(V) < 0.5)
+        got = _inflow(qs, e, n, blocks, th), _outflow(qs, e, n, blocks, g)
+        with disabled():
+            want = _inflow(qs, e, n, blocks, th), _outflow(qs, e, n, blocks, g)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), trial
+    p, q = synthetic_pair(20_000, 1.0, np.random.default_rng(4), noise=1.0)
+    a = build_plan(p, q, 4, "cp-pair")
+    with disabled():
+        b = build_plan(p, q, 4, "cp-pair")
+    assert a.construction == b.construction == "cp-pair"
+    assert np.array_equal(a.T, b.T) and np.array_equal(a.pair.theta, b.pair.theta)
+    assert a.law_error == b.law_error and a.acceptance == b.acceptance

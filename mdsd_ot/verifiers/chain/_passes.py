@@ -69,10 +69,13 @@ def _compiled() -> dict[str, Any] | None:
     or loaded from numba's disk cache on first call), or None without numba."""
     if _fused.jit_decorator() is None:
         return None
+    from . import _passes_pairs_nb as pr
     from . import _passes_plan_nb as pl
     from . import _passes_seq2_nb as sq
 
     return {
+        "pair_inflow": pr.pair_inflow,
+        "pair_outflow": pr.pair_outflow,
         "seq2_levels": sq.seq2_levels,
         "seq2_law": sq.seq2_law,
         "gather": pl.gather,

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...drafts.sampling import scale_exponent
+from ._passes import kernels
 from .pieces import cp_levels
 
 __all__ = ["PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS", "PAIR_TOL"]
@@ -135,8 +136,14 @@ def pair_flows(
 
 
 def _inflow(qs, e, n, blocks, theta) -> np.ndarray:
-    r""":math:`\mathrm{In}` of :func:`pair_flows`."""
+    r""":math:`\mathrm{In}` of :func:`pair_flows` (compiled where :func:`._passes.kernels`
+    are on; the same bits)."""
     In = np.zeros(len(qs))
+    kern = kernels()
+    if kern is not None and blocks:
+        los, his = np.array(blocks, dtype=np.int64).T.copy()
+        kern["pair_inflow"](qs, _levels_2d(e), n, los, his, theta, In)
+        return In
     for lo, hi in blocks:
         q = qs[lo:hi]
         R = _excl_suffix(theta[lo:hi] * q)
@@ -149,8 +156,14 @@ def _inflow(qs, e, n, blocks, theta) -> np.ndarray:
 
 
 def _outflow(qs, e, n, blocks, g) -> np.ndarray:
-    r""":math:`\mathrm{Out}` of :func:`pair_flows`."""
+    r""":math:`\mathrm{Out}` of :func:`pair_flows` (compiled where :func:`._passes.kernels`
+    are on; the same bits)."""
     Out = np.zeros(len(qs))
+    kern = kernels()
+    if kern is not None and blocks:
+        los, his = np.array(blocks, dtype=np.int64).T.copy()
+        kern["pair_outflow"](qs, _levels_2d(e), n, los, his, g, Out)
+        return Out
     for lo, hi in blocks:
         q = qs[lo:hi]
         gq = g[lo:hi] * q
@@ -159,6 +172,11 @@ def _outflow(qs, e, n, blocks, g) -> np.ndarray:
             U = _excl_prefix(q * U + gq * e[m][lo:hi])
         Out[lo:hi] = q * U
     return Out
+
+
+def _levels_2d(e) -> np.ndarray:
+    """The levels as one 2-d array (the compiled passes index ``e[m, k]``)."""
+    return e if isinstance(e, np.ndarray) else np.stack(e)
 
 
 def set_sums(
@@ -238,11 +256,11 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     if _products_underflow(qs, n):  # every n-set weight subnormal: no relative error bound
         return "products underflow"
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        e = cp_levels(qs, n)
+        e = _levels(qs, n)
         if not float(e[n][-1]) >= _NORMAL_EN**n:  # tiny e_n: ratios of 2^k q (same law)
             k = scale_exponent(qs, n)
             qs = np.ldexp(qs, k)
-            e = cp_levels(qs, n)
+            e = _levels(qs, n)
         en = float(e[n][-1])
         if not (np.isfinite(en) and en > 0 and all(np.isfinite(x[-1]) for x in e)):
             return "elementary symmetric levels out of range"
@@ -258,7 +276,7 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     lo = blocks[0][0] if blocks else 0
     hi = blocks[-1][1] if blocks else 0
     local = [(a - lo, b - lo) for a, b in blocks]  # the span of the blocks, as its own row
-    ql, el = qs[lo:hi], [x[lo : hi + 1] for x in e]
+    ql, el = qs[lo:hi], e[:, lo : hi + 1]
     delta = Ep[lo:hi] - Ep[lo + 1 : hi + 1]
     sig = np.where(delta > 0, delta, 0.0)
     dem = np.where(delta < 0, -delta, 0.0)
@@ -325,6 +343,16 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
         blocks=len(blocks), prefix_error=q_err,
     )  # fmt: skip
     return plan
+
+
+def _levels(qs: np.ndarray, n: int) -> np.ndarray:
+    """:func:`~.pieces.cp_levels` (the same operations) as one (n + 1, V + 1) array."""
+    e = np.empty((n + 1, len(qs) + 1))
+    e[0] = 1.0
+    for m in range(1, n + 1):
+        e[m, 0] = 0.0
+        np.cumsum(qs * e[m - 1, :-1], out=e[m, 1:])
+    return e
 
 
 def _products_underflow(qs: np.ndarray, n: int) -> bool:
