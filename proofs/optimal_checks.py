@@ -731,7 +731,7 @@ def check_pair_family_lp(trials: int = 12, seed: int = 14) -> dict:
         law = law_cls(q / q.sum(), n)
         o = np.argsort(p / law.q, kind="stable")
 
-        def Q(idx, law=law, o=o):
+        def Q(idx, law=law, o=o, V=V):
             m = np.zeros(V, bool)
             m[o[list(idx)]] = True
             return float(law.Q(m))

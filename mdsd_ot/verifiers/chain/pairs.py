@@ -44,7 +44,6 @@ import numpy as np
 
 from ...drafts.sampling import scale_exponent
 from ._passes import kernels
-from .pieces import cp_levels
 
 __all__ = ["PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS", "PAIR_TOL"]
 
@@ -127,7 +126,7 @@ def pair_flows(
 
     Examples
     --------
-    >>> qs = np.array([0.2, 0.3, 0.5]); e = cp_levels(qs, 3)
+    >>> qs = np.array([0.2, 0.3, 0.5]); e = _levels(qs, 3)
     >>> In, Out = pair_flows(qs, e, 3, [(0, 3)], np.array([0, 0, 1.0]), np.array([1.0, 0, 0]))
     >>> round(float(In[0] / e[3][-1]), 12), round(float(Out[2] / e[3][-1]), 12)  # M(2, 0) = 1
     (1.0, 1.0)
