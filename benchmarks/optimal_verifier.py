@@ -48,6 +48,10 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
 7. (``--point-mass``) drafts almost sure of one token: 1 - q_max = 1e-8 ... 1e-300 spread at
    random over the other tokens (V = 2,000), sequential and conditional Poisson, n = 3 and 4:
    the construction, ε, the law's bound and the setup time.
+8. (``--pair``) the ``cp-pair`` design alone (conditional Poisson, n = 3, 4, 8): on the demo's
+   real-text rows and the synthetic family (V = 2,000 and 152,064, T = 0.3-2) the rows where
+   it fits, the rows where its scaled hand-overs are not a rule (those get ``cp-swap``), the
+   largest ε and law bound and the median design time.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -61,6 +65,7 @@ Usage::
     python benchmarks/optimal_verifier.py --seq2 10        # sections 1-3 and 5
     python benchmarks/optimal_verifier.py --peaked --only  # section 6 alone
     python benchmarks/optimal_verifier.py --point-mass --only  # section 7 alone
+    python benchmarks/optimal_verifier.py --pair --only        # section 8 alone
 """
 
 from __future__ import annotations
@@ -500,6 +505,59 @@ def point_mass(quick: bool) -> None:
                   f"{a - plan.acceptance:.1e} | {plan.law_error:.1e} | {dt * 1e3:.0f} ms")  # fmt: skip
 
 
+def pair_fits(quick: bool) -> None:
+    """Section 8: where the ``cp-pair`` design fits (conditional Poisson, n >= 3)."""
+    from collections import Counter
+
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.reports.demo import demo_rows
+    from mdsd_ot.synthetic import synthetic_pair
+    from mdsd_ot.verifiers.chain.pairs import pair_plan
+    from mdsd_ot.verifiers.chain.plan import chain_order, heavy_last, sort_keys
+
+    print(
+        "\n8. the cp-pair design (pairs.pair_plan alone, no fallback): rows where it fits, why"
+        " the others do not, the largest ε and law bound where it fits, its median time"
+    )
+    print("   rows | n | fits | not a rule | other | max ε | max law bound | median time")
+
+    def rows():
+        d = demo_rows(16 if quick else 64)
+        yield (
+            "demo (V = 256)",
+            [(r / r.sum(), s / s.sum()) for r, s in zip(d["p"], d["q"], strict=True)],
+        )
+        for V, seeds in ((2000, 4 if quick else 8), (V_BIG, 1 if quick else 4)):
+            for T in (0.3, 0.5, 1.0, 2.0):
+                yield (
+                    f"synthetic V = {V:,}, T = {T}",
+                    [
+                        synthetic_pair(V, T, np.random.default_rng(sd), noise=1.0)
+                        for sd in range(seeds)
+                    ],
+                )
+
+    for name, pairs in rows():
+        for n in (3, 4, 8):
+            tally, eps, lerr, times = Counter(), 0.0, 0.0, []
+            for p, q in pairs:
+                key = sort_keys(p, q)
+                order = heavy_last(chain_order(p, q), key, q)
+                t0 = time.perf_counter()
+                plan = pair_plan(p, q, n, order)
+                dt = time.perf_counter() - t0
+                if isinstance(plan, str):
+                    tally["not a rule" if "not a rule" in plan else "other"] += 1
+                    continue
+                tally["fits"] += 1
+                times.append(dt)
+                a = float(alpha_star(p, q, n=n, scheme="conditional-poisson"))
+                eps, lerr = max(eps, a - plan.acceptance), max(lerr, plan.law_error)
+            med = f"{np.median(times) * 1e3:.1f} ms" if times else "-"
+            print(f"   {name} | {n} | {tally['fits']}/{len(pairs)} | {tally['not a rule']} | "
+                  f"{tally['other']} | {eps:.1e} | {lerr:.1e} | {med}")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -512,6 +570,8 @@ def main() -> None:
     ap.add_argument("--peaked", action="store_true", help="also run section 6 (peaked rows)")
     ap.add_argument("--point-mass", action="store_true",
                     help="also run section 7 (drafts almost sure of one token)")  # fmt: skip
+    ap.add_argument("--pair", action="store_true",
+                    help="also run section 8 (where the cp-pair design fits)")  # fmt: skip
     ap.add_argument("--only", action="store_true", help="skip sections 1-3")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
@@ -537,6 +597,8 @@ def main() -> None:
         peaked(a.quick)
     if a.point_mass:
         point_mass(a.quick)
+    if a.pair:
+        pair_fits(a.quick)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

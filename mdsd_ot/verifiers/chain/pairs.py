@@ -49,6 +49,10 @@ __all__ = ["PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS",
 
 EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).smallest_subnormal)
+#: Increments of E' within this fraction of its largest value are rounding, not transfers: no
+#: giver or receiver is made of them (what they leave is counted in the shortfall).
+_NOISE: float = 1e-14
+
 #: Below :math:`e_n(q) <` this to the n-th power the levels are formed from :math:`2^k q`
 #: (:func:`~mdsd_ot.drafts.sampling.scale_exponent`).
 _NORMAL_EN: float = 2.0**-32
@@ -269,7 +273,53 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     s = D + (E[1:] - E[:-1])
     np.minimum(s, ps, out=s)
     np.maximum(s, 0.0, out=s)
-    Ep = E - np.minimum.accumulate(E)  # E' (module docstring): 0 at the bottom cut too
+    reasons = []
+    for hold in HOLD_BACK:
+        out = _scaled(qs, e, n, D, s, _targets(E, hold))
+        if isinstance(out, str):
+            reasons.append(f"{hold}: {out}" if len(HOLD_BACK) > 1 else out)
+            continue
+        theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst = out
+        break
+    else:
+        return "; ".join(reasons)
+    # a-priori rounding bound (§11): every level, flow and D is a sequential sum of
+    # non-negative terms, n cumulative sums of at most V + 1 terms deep, times e_n; products
+    # below the normal range add an absolute error
+    en = float(e[n][-1])
+    flows = float(np.sum(D) + np.sum(g * In + theta * Out) / en)
+    depth = 3 * n * (V + 2) + 6 * n + 16
+    law_error = 2.0 * depth * EPS / (1.0 - depth * EPS) * flows
+    law_error += 8.0 * n * (V + 2) * _TINY / en
+    if not law_error <= UNCERTIFIED:
+        return f"law error bound {law_error:.3g} above {UNCERTIFIED:g}"
+    Tall = D.copy()
+    Tall[lo:hi] = T
+    acc = np.minimum(s, Tall)
+    np.maximum(acc, 0.0, out=acc)
+    plan = Plan(
+        "cp-pair", n, p, q, order, np.cumsum(q[order]), None, acc, None, None, float(acc.sum()),
+        law_error,
+    )  # fmt: skip
+    plan.T = Tall
+    th, gg = np.zeros(V), np.zeros(V)
+    th[lo:hi], gg[lo:hi] = theta, g
+    plan.pair = PairRule(th, gg, _block_ids(V, Ep, lo, hi))
+    q_err = 2.0 * (n * (V + 1) + 4) * EPS / (1.0 - (n * (V + 1) + 4) * EPS)
+    plan.info.update(
+        iterations=len(hist), shortfall=hist and min(hist), history=hist, set_sum=worst,
+        blocks=len(blocks), hold_back=hold, prefix_error=q_err,
+    )  # fmt: skip
+    if reasons:
+        plan.info["pair_retry"] = reasons
+    return plan
+
+
+def _scaled(qs, e, n, D, s, Ep):
+    """The scaling of :func:`pair_plan` for the targets ``Ep`` (E' on the cuts): (θ, g, In,
+    Out, T on the blocks' span, Ep, blocks, lo, hi, shortfalls, largest set sum), or why not."""
+    V = len(qs)
+    en = float(e[n][-1])
     Ep[0] = Ep[-1] = 0.0
     blocks = _blocks(Ep)
     lo = blocks[0][0] if blocks else 0
@@ -277,8 +327,9 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     local = [(a - lo, b - lo) for a, b in blocks]  # the span of the blocks, as its own row
     ql, el = qs[lo:hi], e[:, lo : hi + 1]
     delta = Ep[lo:hi] - Ep[lo + 1 : hi + 1]
-    sig = np.where(delta > 0, delta, 0.0)
-    dem = np.where(delta < 0, -delta, 0.0)
+    noise = _NOISE * float(Ep.max(initial=0.0))  # rounding of E: no hand-over for it
+    sig = np.where(delta > noise, delta, 0.0)
+    dem = np.where(delta < -noise, -delta, 0.0)
     theta = _rank_one(ql, el, n, Ep[lo : hi + 1])
     if not np.all(np.isfinite(theta)):
         return "rank-one start out of range"
@@ -315,33 +366,40 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     worst = set_sums(theta, g, ql, n, local)
     if not worst <= 1.0 - SET_MARGIN:
         return f"not a rule: a draft set would hand over with probability {worst:.6g}"
-    # a-priori rounding bound (§11): every level, flow and D is a sequential sum of
-    # non-negative terms, n cumulative sums of at most V + 1 terms deep, times e_n; products
-    # below the normal range add an absolute error
-    flows = float(np.sum(D) + np.sum(g * In + theta * Out) / en)
-    depth = 3 * n * (V + 2) + 6 * n + 16
-    law_error = 2.0 * depth * EPS / (1.0 - depth * EPS) * flows
-    law_error += 8.0 * n * (V + 2) * _TINY / en
-    if not law_error <= UNCERTIFIED:
-        return f"law error bound {law_error:.3g} above {UNCERTIFIED:g}"
-    Tall = D.copy()
-    Tall[lo:hi] = T
-    acc = np.minimum(s, Tall)
-    np.maximum(acc, 0.0, out=acc)
-    plan = Plan(
-        "cp-pair", n, p, q, order, np.cumsum(q[order]), None, acc, None, None, float(acc.sum()),
-        law_error,
-    )  # fmt: skip
-    plan.T = Tall
-    th, gg = np.zeros(V), np.zeros(V)
-    th[lo:hi], gg[lo:hi] = theta, g
-    plan.pair = PairRule(th, gg, _block_ids(V, Ep, lo, hi))
-    q_err = 2.0 * (n * (V + 1) + 4) * EPS / (1.0 - (n * (V + 1) + 4) * EPS)
-    plan.info.update(
-        iterations=len(hist), shortfall=short, history=hist, set_sum=worst,
-        blocks=len(blocks), prefix_error=q_err,
-    )  # fmt: skip
-    return plan
+    return theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst
+
+
+#: The ways the bottom block's surplus 1 - α* is left with the givers (:func:`_targets`),
+#: tried in this order until the scaled hand-overs are a rule.
+HOLD_BACK: tuple[str, ...] = ("min", "bottom")
+
+
+def _targets(E: np.ndarray, hold: str) -> np.ndarray:
+    r"""The transfer path the hand-overs realise, :math:`E'` on the cuts 0..V: E less the
+    bottom block's surplus :math:`E_0 = 1 - \alpha^*`.  ``"min"``: the givers nearest the
+    top of the surplus region give only what the demand below them needs,
+    :math:`E'_c = E_c - \min_{c' \le c} E_{c'}`; ``"bottom"``: the lowest givers keep it,
+    :math:`E'_c = E_c - E_0 + \min(E_0, \Sigma_c)`, :math:`\Sigma_c` the supply
+    :math:`\sum_{k<c} (E_k - E_{k+1})^+` below the cut.  Either way a receiver's increment is
+    its whole demand and a giver's at most its supply; ``"bottom"`` leaves fewer zero cuts in
+    the bottom block (fewer blocks that must balance on their own), ``"min"`` shorter
+    hand-overs.
+
+    Examples
+    --------
+    >>> E = np.array([0.2, 0.5, 0.1, 0.4, 0.0])  # a surplus of 0.2 below the bottom slot
+    >>> _targets(E, "min").round(12).tolist()  # a zero cut in the middle: two blocks
+    [0.0, 0.3, 0.0, 0.3, 0.0]
+    >>> _targets(E, "bottom").round(12).tolist()  # the lowest giver keeps 0.2: one block
+    [0.0, 0.3, 0.1, 0.4, 0.0]
+    """
+    if hold == "min":
+        return E - np.minimum.accumulate(E)
+    sup = np.maximum(E[:-1] - E[1:], 0.0)
+    below = np.concatenate([[0.0], np.cumsum(sup)])
+    out = E - E[0] + np.minimum(E[0], below)
+    np.maximum(out, 0.0, out=out)
+    return out
 
 
 def _levels(qs: np.ndarray, n: int) -> np.ndarray:

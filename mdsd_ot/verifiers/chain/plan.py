@@ -21,6 +21,12 @@ of accepting a selected token and the residual law.  The constructions
 ``top`` (any law with prefix Q; n = 1)
     Select the draft of largest p/q (law :math:`D_k = Q(H_k) - Q(H_{k-1})`), accept w.p.
     :math:`\min(1, p/D)`.  Acceptance :math:`\sum \min(p, D)`, ε reported (0 for n = 1).
+``cp-pair`` (conditional Poisson, n >= 3)
+    The highest draft y hands over to another draft x with probability
+    :math:`\theta_y g_x` (:mod:`.pairs`): a law linear in the hand-overs, designed by a
+    rank-one start and a matrix scaling in O(nV); accept w.p. :math:`\min(s, T)/T`.  Where the
+    scaled hand-overs are not a rule (or the scaling stalls) the plan is ``cp-swap``'s, with
+    ``info["pair"]`` saying why.
 ``cp-swap`` (conditional Poisson, n >= 3) and ``seq-swap`` (sequential, n >= 2)
     A piece kernel designed by a fixed point whose exact law T dominates s up to a certified
     shortfall ε (:mod:`.swap`); accept w.p. :math:`\min(s, T)/T`.  Acceptance

@@ -8,7 +8,8 @@ law                        construction    acceptance
 =========================  ==============  =================================================
 ``WithReplacement``        ``relabel``     α* (exact; rounding only)
 ``ConditionalPoisson``     ``cp2`` (n=2)   α* (exact; rounding only)
-``ConditionalPoisson``     ``cp-swap``     :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified
+``ConditionalPoisson``     ``cp-pair``     :math:`\sum \min(s, T)` = α* − ε (n >= 3), ε certified;
+                                           the ``cp-swap`` plan where its design does not fit
 ``WithoutReplacement``     ``seq2`` (n=2)  α* where its design fits (rounding only; checked per
                                            position), else the ``seq-swap`` plan
 ``WithoutReplacement``     ``seq-best``    n >= 3: ``stream`` where α* of i.i.d. drafts reaches
