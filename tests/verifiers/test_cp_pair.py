@@ -165,6 +165,8 @@ def test_a_design_that_is_not_a_rule_gives_way_to_cp_swap():
     plan = build_plan(p, q, 4, "cp-pair")
     assert plan.construction == "cp-swap" and plan.info["pair"] == reason
     assert 0 <= float(alpha_star(p, q, n=4, scheme=CP)) - plan.acceptance <= 1e-9
+    cert = ChainOptimal(drafts.ConditionalPoisson(q, 4)).certificate(p)
+    assert cert["construction"] == "cp-swap" and cert["pair"] == reason
 
 
 def test_underflowing_products_are_declined():
@@ -183,7 +185,8 @@ def test_draws_at_a_real_vocabulary(n):
     v = ChainOptimal(law)
     cert = v.certificate(p)
     assert cert["construction"] == "cp-pair" and 0 <= cert["eps"] <= 1e-9
-    assert cert["law_error"] <= 1e-9
+    assert cert["law_error"] <= 1e-9 and cert["hold_back"] in ("min", "bottom")
+    assert 0 < cert["set_sum"] < 1 and cert["shortfall"] <= 1e-9 and "pair" not in cert
     g = np.random.default_rng([8, n])
     out, acc = v.sample(p, sample_drafts(law, g, 50_000), g)
     assert g_test_pvalue(out, p) > 1e-4
