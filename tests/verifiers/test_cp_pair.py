@@ -140,6 +140,10 @@ def test_exact_law_is_p_and_close_to_the_float_law():
         if plan.construction != "cp-pair":
             continue
         used += 1
+        slots = np.arange(V)  # every draft set: its hand-overs sum to at most 1
+        for S in itertools.combinations(slots[qf[plan.order] > 0], n):
+            y = max(S)
+            assert plan.pair.hand_over(np.full(n, y), np.array(S)).sum() <= 1.0, (trial, S)
         v = ChainOptimal(law)
         out, acc = v.exact([str(x) for x in p])
         assert all(out[i] == p[i] for i in range(V)), trial

@@ -235,10 +235,7 @@ def _rank_one(qs: np.ndarray, e: list[np.ndarray], n: int, Ep: np.ndarray) -> np
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         G = np.exp(logG[giv])  # a giver leaves G unchanged: the cut below has the same G
         theta[giv] = d[giv] / (qs[giv] * e[n - 2][giv] * G)
-    theta[~np.isfinite(theta) & (np.arange(len(d)) >= 0)] = (
-        np.inf if False else theta[~np.isfinite(theta)]
-    )
-    return theta
+    return theta  # a non-finite θ (a giver with nothing below it to hand to) is refused
 
 
 def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
