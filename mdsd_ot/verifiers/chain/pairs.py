@@ -138,15 +138,25 @@ def pair_flows(
     return _inflow(qs, e, n, blocks, theta), _outflow(qs, e, n, blocks, g)
 
 
+def _compiled(name: str, qs, e, n, blocks, w) -> np.ndarray | None:
+    """The flow ``name`` of :mod:`._passes_pairs_nb` with weights ``w``, or None where the
+    compiled passes are off (or there is no block)."""
+    kern = kernels()
+    if kern is None or not blocks:
+        return None
+    out = np.zeros(len(qs))
+    los, his = np.array(blocks, dtype=np.int64).T.copy()
+    kern[name](qs, e if isinstance(e, np.ndarray) else np.stack(e), n, los, his, w, out)
+    return out
+
+
 def _inflow(qs, e, n, blocks, theta) -> np.ndarray:
     r""":math:`\mathrm{In}` of :func:`pair_flows` (compiled where :func:`._passes.kernels`
     are on; the same bits)."""
-    In = np.zeros(len(qs))
-    kern = kernels()
-    if kern is not None and blocks:
-        los, his = np.array(blocks, dtype=np.int64).T.copy()
-        kern["pair_inflow"](qs, _levels_2d(e), n, los, his, theta, In)
+    In = _compiled("pair_inflow", qs, e, n, blocks, theta)
+    if In is not None:
         return In
+    In = np.zeros(len(qs))
     for lo, hi in blocks:
         q = qs[lo:hi]
         R = _excl_suffix(theta[lo:hi] * q)
@@ -161,12 +171,10 @@ def _inflow(qs, e, n, blocks, theta) -> np.ndarray:
 def _outflow(qs, e, n, blocks, g) -> np.ndarray:
     r""":math:`\mathrm{Out}` of :func:`pair_flows` (compiled where :func:`._passes.kernels`
     are on; the same bits)."""
-    Out = np.zeros(len(qs))
-    kern = kernels()
-    if kern is not None and blocks:
-        los, his = np.array(blocks, dtype=np.int64).T.copy()
-        kern["pair_outflow"](qs, _levels_2d(e), n, los, his, g, Out)
+    Out = _compiled("pair_outflow", qs, e, n, blocks, g)
+    if Out is not None:
         return Out
+    Out = np.zeros(len(qs))
     for lo, hi in blocks:
         q = qs[lo:hi]
         gq = g[lo:hi] * q
@@ -175,11 +183,6 @@ def _outflow(qs, e, n, blocks, g) -> np.ndarray:
             U = _excl_prefix(q * U + gq * e[m][lo:hi])
         Out[lo:hi] = q * U
     return Out
-
-
-def _levels_2d(e) -> np.ndarray:
-    """The levels as one 2-d array (the compiled passes index ``e[m, k]``)."""
-    return e if isinstance(e, np.ndarray) else np.stack(e)
 
 
 def set_sums(
