@@ -307,7 +307,7 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     plan.pair = PairRule(th, gg, _block_ids(V, Ep, lo, hi))
     q_err = 2.0 * (n * (V + 1) + 4) * EPS / (1.0 - (n * (V + 1) + 4) * EPS)
     plan.info.update(
-        iterations=len(hist), shortfall=hist and min(hist), history=hist, set_sum=worst,
+        iterations=len(hist), shortfall=min(hist), history=hist, set_sum=worst,
         blocks=len(blocks), hold_back=hold, prefix_error=q_err,
     )  # fmt: skip
     if reasons:
