@@ -13,7 +13,9 @@ drafted x below y with probability :math:`\lambda(y, x)` and y otherwise, so its
 with :math:`H_y` the slots below y.  It is a rule when :math:`\sum_{x \in S \setminus y}
 \lambda(y, x) \le 1` for every S, i.e. the n - 1 largest :math:`\lambda(y, \cdot)` sum to at
 most 1.  The design takes :math:`\lambda(y, x) = \theta_y g_x` inside the blocks of the
-transfer path (cuts where :math:`E' = 0`, :math:`E' = E - \min_{c' \le c} E_{c'}`), givers
+transfer path (cuts where :math:`E' = 0`; :math:`E'` is E less the bottom block's surplus
+:math:`1 - \alpha^*`, :func:`_targets`: first :math:`E - \min_{c' \le c} E_{c'}`, then, where
+that is not a rule, the surplus left with the lowest givers), givers
 :math:`\Delta = E'_c - E'_{c+1} > 0` and receivers :math:`\Delta < 0`.  Were M a product
 :math:`a_y q_x` the flows :math:`A_c G_c = E'_c` (A the suffix sums of :math:`\theta a` over the
 givers, G the prefix sums of :math:`g q` over the receivers) would be met exactly by
