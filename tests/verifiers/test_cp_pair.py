@@ -203,7 +203,7 @@ def test_compiled_flows_are_the_numpy_route_bit_for_bit():
     the numpy route's bits (blocks of every size, n = 2..6)."""
     from mdsd_ot.fast._fused import disabled
     from mdsd_ot.verifiers.chain._passes import kernels
-    from mdsd_ot.verifiers.chain.pairs import _inflow, _levels, _outflow
+    from mdsd_ot.verifiers.chain.pairs import _inflow, _outflow
 
     if kernels() is None:
         pytest.skip("numba is not installed (extra [jit])")
@@ -211,7 +211,7 @@ def test_compiled_flows_are_the_numpy_route_bit_for_bit():
     for trial in range(60):
         V, n = int(rng.integers(2, 400)), int(rng.integers(2, 7))
         qs = rng.dirichlet(np.full(V, 0.3))
-        e = _levels(qs, n)
+        e = cp_levels(qs, n)
         cuts = np.unique(np.r_[0, rng.integers(1, V + 1, size=3), V])
         blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
         th, g = rng.random(V) * (rng.random(V) < 0.5), rng.random(V) * (rng.random(V) < 0.5)

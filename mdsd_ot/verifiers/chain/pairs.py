@@ -46,6 +46,7 @@ import numpy as np
 
 from ...drafts.sampling import scale_exponent
 from ._passes import kernels
+from .pieces import cp_levels
 
 __all__ = ["PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS", "PAIR_TOL"]
 
@@ -132,7 +133,7 @@ def pair_flows(
 
     Examples
     --------
-    >>> qs = np.array([0.2, 0.3, 0.5]); e = _levels(qs, 3)
+    >>> qs = np.array([0.2, 0.3, 0.5]); e = cp_levels(qs, 3)
     >>> In, Out = pair_flows(qs, e, 3, [(0, 3)], np.array([0, 0, 1.0]), np.array([1.0, 0, 0]))
     >>> round(float(In[0] / e[3][-1]), 12), round(float(Out[2] / e[3][-1]), 12)  # M(2, 0) = 1
     (1.0, 1.0)
@@ -148,7 +149,7 @@ def _compiled(name: str, qs, e, n, blocks, w) -> np.ndarray | None:
         return None
     out = np.zeros(len(qs))
     los, his = np.array(blocks, dtype=np.int64).T.copy()
-    kern[name](qs, e if isinstance(e, np.ndarray) else np.stack(e), n, los, his, w, out)
+    kern[name](qs, e, n, los, his, w, out)
     return out
 
 
@@ -252,20 +253,20 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     ``shortfall``, ``history``), ``set_sum`` (the largest hand-over probability on a draft
     set), ``blocks`` and ``prefix_error`` (the rounding bound of Q on the prefixes).
     """
-    from .plan import UNCERTIFIED, Plan, _transfer
+    from .plan import UNCERTIFIED, Plan, _transfer, cp_products_underflow
 
     V = len(order)
     if n < 3 or V < 2:
         return "n < 3 or V < 2"
     qs, ps = q[order], p[order]
-    if _products_underflow(qs, n):  # every n-set weight subnormal: no relative error bound
+    if cp_products_underflow(qs, n):  # every n-set weight subnormal: no relative error bound
         return "products underflow"
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        e = _levels(qs, n)
+        e = cp_levels(qs, n)
         if not float(e[n][-1]) >= _NORMAL_EN**n:  # tiny e_n: ratios of 2^k q (same law)
             k = scale_exponent(qs, n)
             qs = np.ldexp(qs, k)
-            e = _levels(qs, n)
+            e = cp_levels(qs, n)
         en = float(e[n][-1])
         if not (np.isfinite(en) and en > 0 and all(np.isfinite(x[-1]) for x in e)):
             return "elementary symmetric levels out of range"
@@ -402,28 +403,6 @@ def _targets(E: np.ndarray, hold: str) -> np.ndarray:
     out = E - E[0] + np.minimum(E[0], below)
     np.maximum(out, 0.0, out=out)
     return out
-
-
-def _levels(qs: np.ndarray, n: int) -> np.ndarray:
-    """:func:`~.pieces.cp_levels` (the same operations) as one (n + 1, V + 1) array."""
-    e = np.empty((n + 1, len(qs) + 1))
-    e[0] = 1.0
-    for m in range(1, n + 1):
-        e[m, 0] = 0.0
-        np.cumsum(qs * e[m - 1, :-1], out=e[m, 1:])
-    return e
-
-
-def _products_underflow(qs: np.ndarray, n: int) -> bool:
-    """:func:`~.plan.cp_products_underflow` without a partition where the n largest masses are
-    all at least :math:`2^{-1000/n}` of the total (then their product is not below
-    :math:`2^{-1000}`)."""
-    from .plan import CP_UNDERFLOW_BITS, cp_products_underflow
-
-    total = float(np.sum(qs))
-    if np.count_nonzero(qs >= total * 2.0 ** (CP_UNDERFLOW_BITS / n)) >= n:
-        return False
-    return cp_products_underflow(qs, n)
 
 
 def _block_ids(V: int, Ep: np.ndarray, lo: int, hi: int) -> np.ndarray:

@@ -181,15 +181,14 @@ def _per_draw(
 # -- the first-order model (conditional-Poisson co-occurrences) ------------------------------
 
 
-def cp_levels(qs: np.ndarray, n: int) -> list[np.ndarray]:
-    r""":math:`e_m(H_j)` for m = 0..n, j = 0..V (positive prefix recursion), scaled so that
-    :math:`e_n(H_V) = 1` is not needed: only ratios to :math:`e_n` are used."""
-    V = len(qs)
-    E = [np.ones(V + 1)]
-    for _ in range(n):
-        e = np.zeros(V + 1)
-        np.cumsum(qs * E[-1][:-1], out=e[1:])
-        E.append(e)
+def cp_levels(qs: np.ndarray, n: int) -> np.ndarray:
+    r""":math:`e_m(H_j)` as row m, column j (m = 0..n, j = 0..V; one (n + 1, V + 1) array) by
+    the positive prefix recursion, not scaled: only ratios to :math:`e_n` are used."""
+    E = np.empty((n + 1, len(qs) + 1))
+    E[0] = 1.0
+    for m in range(1, n + 1):
+        E[m, 0] = 0.0
+        np.cumsum(qs * E[m - 1, :-1], out=E[m, 1:])
     return E
 
 
@@ -197,7 +196,7 @@ def cp_levels(qs: np.ndarray, n: int) -> list[np.ndarray]:
 #: the total mass (:func:`dominant_slots`).
 DOMINANT: float = 0.1
 
-Dominant = dict[int, list[np.ndarray]]  # slot -> e_m(H_j minus the slot), m = 0..n
+Dominant = dict[int, np.ndarray]  # slot -> e_m(H_j minus the slot), m = 0..n (cp_levels)
 
 
 def dominant_slots(qs: np.ndarray, n: int) -> list[int]:

@@ -443,7 +443,11 @@ def cp_products_underflow(q: np.ndarray, n: int) -> bool:
     >>> cp_products_underflow(q / q.sum(), 9), cp_products_underflow(q / q.sum(), 5)
     (True, False)
     """
-    top = np.partition(np.asarray(q, dtype=np.float64), -n)[-n:] / float(np.sum(q))
+    q = np.asarray(q, dtype=np.float64)
+    total = float(np.sum(q))
+    if np.count_nonzero(q >= total * 2.0 ** (CP_UNDERFLOW_BITS / n)) >= n:  # no partition:
+        return False  # the n largest are each at least 2^(bits/n) of the total
+    top = np.partition(q, -n)[-n:] / total
     with np.errstate(divide="ignore"):
         return bool(np.sum(np.log2(top)) < CP_UNDERFLOW_BITS)
 
