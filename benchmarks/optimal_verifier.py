@@ -52,6 +52,11 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    real-text rows and the synthetic family (V = 2,000 and 152,064, T = 0.3-2) the rows where
    it fits, the rows where its scaled hand-overs are not a rule (those get ``cp-swap``), the
    largest ε and law bound and the median design time.
+9. (``--seq-pair``) a study, not a construction: the separable design of section 8 on the
+   *sequential* kernel M(y, x) = Pr[top(S) = y, x in S], formed densely from V runs of the
+   fast solver (O(V^2); proofs/optimal_verifier.md §12), on the demo's rows (V = 256) and the
+   synthetic family at V = 150 (T = 0.3-2, 4 seeds), n = 3, 4, 6: the rows where it fits, why
+   the others do not, the largest ε where it fits.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -66,6 +71,7 @@ Usage::
     python benchmarks/optimal_verifier.py --peaked --only  # section 6 alone
     python benchmarks/optimal_verifier.py --point-mass --only  # section 7 alone
     python benchmarks/optimal_verifier.py --pair --only        # section 8 alone
+    python benchmarks/optimal_verifier.py --seq-pair --only    # section 9 alone
 """
 
 from __future__ import annotations
@@ -558,6 +564,114 @@ def pair_fits(quick: bool) -> None:
                   f"{tally['other']} | {eps:.1e} | {lerr:.1e} | {med}")  # fmt: skip
 
 
+def _seq_kernel(qs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Q on the prefixes and the dense kernel M(y, x) = Pr[top(S) = y, x in S], x < y, of
+    sequential drafts in slot order (section 9): M(y, x) = D_y - [Q(H_y - x) - Q(H_{y-1} - x)],
+    with Q(H - x) on every prefix from one run of the fast solver on the order that puts x
+    last.  V runs of O(V) and a V x V array: a study at small V, not a construction."""
+    from mdsd_ot.fast.without import prefix_Q_without
+
+    V = len(qs)
+    Q = np.asarray(prefix_Q_without(qs, n)[0]).ravel()
+    D = Q[1:] - Q[:-1]
+    M = np.zeros((V, V))
+    for x in range(V):
+        Rx = Q.copy()  # Rx[k] = Q(H_k - x): H_k itself for k <= x
+        Rx[x + 1 :] = np.asarray(prefix_Q_without(np.r_[np.delete(qs, x), qs[x]], n)[0]).ravel()[
+            x:V
+        ]
+        M[x + 1 :, x] = D[x + 1 :] - (Rx[x + 2 :] - Rx[x + 1 : V])
+    return Q, D, M
+
+
+def _seq_pair_design(p: np.ndarray, q: np.ndarray, n: int) -> tuple[str, float]:
+    """The separable design of ``pairs.pair_plan`` (both target paths, the same scaling, rule
+    check and tolerance) on the dense sequential kernel; ("fits" | "not a rule" | "stopped",
+    the acceptance of the best design)."""
+    from mdsd_ot.verifiers.chain import pairs as P
+    from mdsd_ot.verifiers.chain.plan import _transfer, chain_order, heavy_last, sort_keys
+
+    order = heavy_last(chain_order(p, q), sort_keys(p, q), q)
+    qs, ps = q[order], p[order]
+    V = len(qs)
+    Q, D, M = _seq_kernel(qs, n)
+    E = _transfer(ps, Q[1:])[0].copy()
+    s = np.clip(D + E[1:] - E[:-1], 0.0, ps)
+    tol, why, acc = P.PAIR_TOL + 1e-15 * V, "stopped", 0.0
+    below = np.arange(V)[:, None] > np.arange(V)[None, :]
+    for hold in P.HOLD_BACK:
+        Ep = P._targets(E, hold)
+        Ep[0] = Ep[-1] = 0.0
+        blocks = P._blocks(Ep)
+        ids = np.cumsum(Ep[:-1] == 0.0)
+        Mb = np.where(below & (ids[:, None] == ids[None, :]), M, 0.0)
+        d = Ep[:-1] - Ep[1:]
+        noise = P._NOISE * float(Ep.max())
+        sig, dem = np.where(d > noise, d, 0.0), np.where(d < -noise, -d, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            theta = np.where(sig > 0, sig / Mb.sum(axis=1), 0.0)
+            best, hist = None, []
+            for _ in range(P.PAIR_ITERATIONS):
+                In = Mb.T @ theta
+                g = np.where(In > 0, dem / In, 0.0)
+                Out = Mb @ g
+                T = D + g * In - theta * Out
+                short = float(np.maximum(s - T, 0.0).sum())
+                hist.append(short)
+                if best is None or short < best[0]:
+                    best = (short, theta, g, T)
+                if short <= tol or (len(hist) > 3 and short > 0.5 * hist[-4]):
+                    break
+                theta = np.where(Out > 0, sig / Out, 0.0)
+        short, theta, g, T = best
+        acc = max(acc, float(np.minimum(s, T).clip(0.0).sum()))
+        if short > tol:
+            continue
+        if P.set_sums(theta, g, qs, n, blocks) <= 1.0 - P.SET_MARGIN:
+            return "fits", float(np.minimum(s, T).clip(0.0).sum())
+        why = "not a rule"
+    return why, acc
+
+
+def seq_pair_study(quick: bool) -> None:
+    """Section 9: the pair hand-over rule for *sequential* drafts, n >= 3 (proofs §12), on
+    the dense kernel at small V: where the separable design of ``cp-pair`` would fit."""
+    from collections import Counter
+
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.reports.demo import demo_rows
+    from mdsd_ot.synthetic import synthetic_pair
+
+    print(
+        "\n9. the pair rule for sequential drafts (a study: dense kernel, O(V^2); proofs §12):"
+        " rows where the separable design fits, and the largest ε = α* - acceptance there"
+    )
+    print("   rows | n | fits | not a rule | scaling stopped | max ε where it fits | time")
+    d = demo_rows(16 if quick else 64)
+    sets = [
+        (
+            "demo (V = 256)",
+            [(r / r.sum(), s / s.sum()) for r, s in zip(d["p"], d["q"], strict=True)],
+        )
+    ]
+    V, seeds = (60, 2) if quick else (150, 4)
+    for T in (0.3, 0.5, 1.0, 2.0):
+        sets.append((f"synthetic V = {V}, T = {T}",
+                     [synthetic_pair(V, T, np.random.default_rng(sd), noise=1.0)
+                      for sd in range(seeds)]))  # fmt: skip
+    for name, pairs in sets:
+        for n in (3, 4) if quick else (3, 4, 6):
+            tally, eps, t0 = Counter(), 0.0, time.perf_counter()
+            for p, q in pairs:
+                why, acc = _seq_pair_design(p, q, n)
+                tally[why] += 1
+                if why == "fits":
+                    eps = max(eps, float(alpha_star(p, q, n=n, scheme="without")) - acc)
+            dt = time.perf_counter() - t0
+            print(f"   {name} | {n} | {tally['fits']}/{len(pairs)} | {tally['not a rule']} | "
+                  f"{tally['stopped']} | {eps:.1e} | {dt:.1f} s")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -572,6 +686,8 @@ def main() -> None:
                     help="also run section 7 (drafts almost sure of one token)")  # fmt: skip
     ap.add_argument("--pair", action="store_true",
                     help="also run section 8 (where the cp-pair design fits)")  # fmt: skip
+    ap.add_argument("--seq-pair", action="store_true",
+                    help="also run section 9 (the pair rule for sequential drafts, small V)")  # fmt: skip
     ap.add_argument("--only", action="store_true", help="skip sections 1-3")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
@@ -599,6 +715,8 @@ def main() -> None:
         point_mass(a.quick)
     if a.pair:
         pair_fits(a.quick)
+    if a.seq_pair:
+        seq_pair_study(a.quick)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "check_pair_law",
     "check_pair_product",
     "check_pair_family_lp",
+    "check_seq_pair_kernel",
 ]
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
@@ -771,3 +772,71 @@ def check_pair_family_lp(trials: int = 12, seed: int = 14) -> dict:
         worst = max(worst, alpha - (-res.fun))
         assert alpha - (-res.fun) <= 1e-9, (t, alpha, -res.fun)
     return {"instances": trials, "largest alpha* - LP": worst}
+
+
+def _seq_sets(q: list, n: int) -> dict[tuple[int, ...], Fr]:
+    """The law of the sets of n sequential draws without replacement, by enumeration of the
+    ordered tuples (Pr = Π q(x_i) / (T - q(x_1..x_{i-1}))), in Fractions."""
+    T, out = sum(q), {}
+    for tup in itertools.permutations(range(len(q)), n):
+        w, seen = Fr(1), Fr(0)
+        for k in tup:
+            w *= q[k] / (T - seen)
+            seen += q[k]
+        if w:
+            key = tuple(sorted(tup))
+            out[key] = out.get(key, Fr(0)) + w
+    return out
+
+
+def check_seq_pair_kernel(trials: int = 60, seed: int = 15) -> dict:
+    """§12: for sequential drafts (positive masses, V > n, slots in any fixed order),
+    M(y, x) = Pr[top(S) = y, x in S] by enumeration of the ordered draws equals (a)
+    D_y - [Q(H_y minus x) - Q(H_{y-1} minus x)] and (b) the clock form
+    Σ_{B ⊆ Z, |B| = n-2} q(outside A) ∫ e^{-Tt} Π_{j∈A} (e^{q_j t} - 1) dt, A = B + {x, y},
+    Z = H_{y-1} minus x, the integral being Σ_{C ⊆ A} (-1)^{|A - C|} / (T - q(C)); and (c)
+    the pair rule's law by enumeration is Lemma 15's D + Σ λ M (e_x - e_y), in Fractions."""
+    rng = random.Random(seed)
+    for _ in range(trials):
+        n = rng.randint(2, 4)
+        V = rng.randint(n + 1, 6)
+        q = _rv(rng, V, zeros=False)
+        T = sum(q)
+        sets = _seq_sets(q, n)
+
+        def Q(H, sets=sets):
+            return sum((w for S, w in sets.items() if set(S) <= H), Fr(0))
+
+        def clock(A, T=T, q=q):
+            tot = Fr(0)
+            for r in range(len(A) + 1):
+                for C in itertools.combinations(A, r):
+                    tot += Fr((-1) ** (len(A) - r)) / (T - sum((q[j] for j in C), Fr(0)))
+            return (T - sum((q[j] for j in A), Fr(0))) * tot
+
+        lam = {(y, x): Fr(rng.randint(0, 6), 6 * (n - 1)) for y in range(V) for x in range(y)}
+        got = [Fr(0)] * V
+        for S, w in sets.items():
+            y = max(S)
+            keep = Fr(1)
+            for x in S:
+                if x != y:
+                    got[x] += w * lam[y, x]
+                    keep -= lam[y, x]
+            got[y] += w * keep
+        D = [Q(set(range(k + 1))) - Q(set(range(k))) for k in range(V)]
+        want = list(D)
+        for y in range(V):
+            for x in range(y):
+                M = sum((w for S, w in sets.items() if max(S) == y and x in S), Fr(0))
+                Hy, Hy1 = set(range(y + 1)), set(range(y))
+                assert M == D[y] - (Q(Hy - {x}) - Q(Hy1 - {x})), (q, n, y, x)
+                Z = [k for k in range(y) if k != x]
+                viaclock = sum(
+                    (clock(list(B) + [x, y]) for B in itertools.combinations(Z, n - 2)), Fr(0)
+                )
+                assert M == viaclock, (q, n, y, x)
+                want[x] += lam[y, x] * M
+                want[y] -= lam[y, x] * M
+        assert got == want, (q, n)
+    return {"instances": trials}
