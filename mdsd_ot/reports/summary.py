@@ -92,7 +92,9 @@ def summarise(
 
 
 def table_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Flatten a report: one dict per (n, temperature, law, verifier) with α*, acceptance, gap.
+    """Flatten a report: one dict per (n, temperature, law, verifier) with α*, acceptance, gap,
+    and the group's ``positions``, ``skipped_positions`` (0 when none) and ``skipped`` (None
+    when none).
 
     A law with no verifier (e.g. conditional Poisson, unless ``optimal`` is reported) gives one
     row with ``verifier = None``.
@@ -105,6 +107,9 @@ def table_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             "law": r["law"],
             "alpha_star": r["alpha_star"],
             "alpha_star_tokens": r.get("alpha_star_tokens"),
+            "positions": r.get("positions"),
+            "skipped_positions": r.get("skipped_positions", 0),
+            "skipped": r.get("skipped"),
         }
         if not r["verifiers"]:
             rows.append(
@@ -126,10 +131,13 @@ def table_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 _STATS = ("alpha_star", "acceptance", "gap", "tokens")
-#: The CSV columns (one line per row of :func:`table_rows`).
+#: The CSV columns (one line per row of :func:`table_rows`); the last three say how many
+#: positions the group has, how many of them the law skipped (its summaries are over the
+#: others) and why (empty when none).
 CSV_COLUMNS: tuple[str, ...] = (
     "n", "temperature", "law", "verifier", "method",
     *(f"{s}_{k}" for s in _STATS for k in ("mean", "se", *QUANTILE_KEYS)),
+    "positions", "skipped_positions", "skipped",
 )  # fmt: skip
 
 
@@ -144,6 +152,8 @@ def to_csv(report: dict[str, Any]) -> str:
         for s in _STATS:
             st = r[s] or {}
             line += [repr(st[k]) if k in st else "" for k in ("mean", "se", *QUANTILE_KEYS)]
+        line += ["" if r["positions"] is None else r["positions"], r["skipped_positions"]]
+        line += [r["skipped"] or ""]
         w.writerow(line)
     return buf.getvalue()
 

@@ -282,6 +282,30 @@ def test_skipped_positions_are_counted():
     assert by_law["without"]["positions"] == 3 and by_law["without"]["skipped_positions"] == 1
 
 
+def test_csv_says_how_many_positions_were_skipped():
+    """The CSV carries ``positions``, ``skipped_positions`` and ``skipped`` per line, as the
+    JSON results do (a reader of the CSV alone could not tell a summary over 2 of 3 rows)."""
+    import csv
+    import io
+
+    from mdsd_ot.reports import to_csv
+
+    P = np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.4, 0.4, 0.2]])
+    Q = np.array([[1.0, 0.0, 0.0], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4]])  # row 0: a point mass
+    rep = gap_report(P, Q, 2, samples=50, seed=0)
+    lines = list(csv.DictReader(io.StringIO(to_csv(rep))))
+    by_law = {}
+    for line in lines:
+        by_law.setdefault(line["law"], []).append(line)
+    for line in by_law["with"]:
+        assert (line["positions"], line["skipped_positions"], line["skipped"]) == ("3", "0", "")
+    for line in by_law["without"]:
+        assert line["positions"] == "3" and line["skipped_positions"] == "1"
+        assert line["skipped"].startswith("position 0: "), line["skipped"]
+    rows = table_rows(rep)
+    assert {r["skipped_positions"] for r in rows if r["law"] == "without"} == {1}
+
+
 def test_a_law_undefined_for_the_vocabulary_says_so():
     """Review of 2026-12-06: with n > V the note quoted the uniform stand-in q ("q has only 2
     token(s) with positive mass") where the row's q had one."""
