@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,12 +42,16 @@ import numpy as np
 from ... import _validate as V_
 from ...fast import _backend as bk
 from .batched_draws import kernel_row, sample_relabel_rows
+from .batched_pairs import PairRowPlans, pair_rows, sample_pair_rows
 from .batched_plans import RowPlans, cp2_rows, law_error_bound, relabel_rows
 
 __all__ = [
     "RowPlans",
     "relabel_rows",
     "cp2_rows",
+    "PairRowPlans",
+    "pair_rows",
+    "sample_pair_rows",
     "sample_relabel_rows",
     "verify_rows",
     "CONSTRUCTIONS",
@@ -97,7 +102,11 @@ def _check_tokens(t: Any, B: int, V: int, n: int, Q: Any = None) -> Any:
 
 
 #: The constructions of this module and the fast kernel (law) each one verifies.
-CONSTRUCTIONS: dict[str, str] = {"relabel": "with", "cp2": "conditional-poisson"}
+CONSTRUCTIONS: dict[str, str] = {
+    "relabel": "with",
+    "cp2": "conditional-poisson",
+    "cp-pair": "conditional-poisson",
+}
 
 
 def verify_rows(
@@ -112,20 +121,25 @@ def verify_rows(
     names: tuple[str, str] = ("P", "Q"),
 ) -> tuple[Any, ...]:
     r"""The optimal verifier on (B, V) rows of numpy arrays or tensors: ``relabel`` (i.i.d.
-    drafts, any n) or ``cp2`` (conditional Poisson, n = 2; its tuples hold distinct tokens).
+    drafts, any n), ``cp2`` (conditional Poisson, n = 2) or ``cp-pair`` (conditional Poisson,
+    n >= 3: :func:`~.batched_pairs.pair_rows`, the rows where its design does not fit drawn by
+    the one-position plan on the host, :func:`_host_rows`); conditional-Poisson tuples hold
+    distinct tokens.
 
     Validates p and q once (on their device, one host synchronisation for the flags and one for
     the tokens: their range and that each row's q is positive there), renormalises the rows, computes in float64 (float32 input is cast, so
     the law error stays that of :func:`~.batched_plans.law_error_bound`), builds the plans of
     all rows with one sort each and verifies ``draft_tokens`` ((B, n) or (B, k, n); for
-    ``cp2`` two distinct tokens per tuple, a repeat is refused; a token whose row's q is 0 is
-    refused).  Returns the
+    ``cp2`` and ``cp-pair`` n distinct tokens per tuple, a repeat is refused; a token whose
+    row's q is 0 is refused).  Returns the
     output tokens and the accepted flags, on the input's device; with ``return_plans=True`` also
-    the :class:`~.batched_plans.RowPlans` (``alpha``: each row's certified acceptance, α*
+    the :class:`~.batched_plans.RowPlans` (``cp-pair``: the
+    :class:`~.batched_pairs.PairRowPlans`) (``alpha``: each row's certified acceptance, α*
     up to rounding, except on a row drawn by the one-position plan near a point mass
     (:func:`_near_point_mass_rows`), where it is that plan's: below α* where the plan gave way
-    to ``top``; ``law_error``: its bound).  Errors name the arguments ``names`` (a caller that
-    passes its own arguments through gives their names).
+    to ``top``, and, for ``cp-pair``, on a row whose ``fits`` is False, where it is the
+    one-position plan's (``cp-swap``'s, α* − ε); ``law_error``: its bound).  Errors name the
+    arguments ``names`` (a caller that passes its own arguments through gives their names).
 
     Examples
     --------
@@ -147,6 +161,11 @@ def verify_rows(
         )
     if construction == "cp2" and n != 2:
         raise ValueError(f"n: cp2 is the conditional-Poisson verifier for n = 2, got n = {n}")
+    if construction == "cp-pair" and n < 3:
+        raise ValueError(
+            f"n: cp-pair is the conditional-Poisson verifier for n >= 3, got n = {n}; use "
+            "construction='cp2' for two drafts"
+        )
     kernel = CONSTRUCTIONS[construction]
     if bk.is_numpy_array(P) and bk.is_numpy_array(Q):
         P2, Q2, (sp, sq) = check_numpy(P, Q, n, kernel, names)
@@ -176,10 +195,15 @@ def verify_rows(
             shape, dtype=xp.bool, device=dev
         )
     t = _check_tokens(t, B, V, n, Q2)
-    if construction == "cp2":  # conditional Poisson: a repeat has probability 0
+    if construction != "relabel":  # conditional Poisson: a repeat has probability 0
         from .._base import check_distinct_tokens
 
         check_distinct_tokens(t, "ConditionalPoisson")
+    if construction == "cp-pair":
+        pplans = pair_rows(P2, Q2, n)
+        out, accepted = sample_pair_rows(_fitting(pplans), t, rng)
+        _host_rows(pplans, P2, Q2, t, rng, out, accepted, "cp-pair")
+        return (out, accepted, pplans) if return_plans else (out, accepted)
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
     out, accepted = sample_relabel_rows(plans, t, rng)
     if construction == "cp2":
@@ -207,6 +231,22 @@ def numpy_rng(rng: Any) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
+def _fitting(plans: PairRowPlans) -> PairRowPlans:
+    """The plans with the rows that do not fit made harmless for :func:`sample_pair_rows`
+    (no hand-over, nothing accepted: a residual draw from p), so that a design that stopped on
+    non-finite values draws nothing undefined; :func:`_host_rows` replaces those rows."""
+    xp = bk.namespace(plans.qs)
+    ok = plans.fits[:, None]
+    zero = xp.zeros_like(plans.qs)
+    return replace(
+        plans,
+        theta=xp.where(ok, plans.theta, zero),
+        g=xp.where(ok, plans.g, zero),
+        T=xp.where(ok, plans.T, plans.qs),
+        acc=xp.where(ok, plans.acc, zero),
+    )
+
+
 def _near_point_mass_rows(plans: RowPlans, P: Any, Q: Any, t: Any, rng: Any, out: Any, acc: Any):
     r"""The ``cp2`` rows whose a-priori law bound exceeds
     :data:`~.cp2.KERNEL_LAW_TOL` (q within about 1e-3 of a point mass, where the bound divides
@@ -216,11 +256,26 @@ def _near_point_mass_rows(plans: RowPlans, P: Any, Q: Any, t: Any, rng: Any, out
     (:func:`~.plan.build_plan`); ``out``, ``acc`` and the plans' ``alpha`` and ``law_error``
     are overwritten there.  One host synchronisation; nothing else when no row is such."""
     from .cp2 import KERNEL_LAW_TOL
+
+    xp = bk.namespace(plans.law_error)
+    bad = xp.logical_not(plans.law_error <= KERNEL_LAW_TOL)  # NaN: not certified either
+    _host_rows(plans, P, Q, t, rng, out, acc, "cp2", bad)
+
+
+def _host_rows(plans: Any, P: Any, Q: Any, t: Any, rng: Any, out: Any, acc: Any,
+               construction: str, bad: Any = None) -> None:  # fmt: skip
+    r"""Draw the rows flagged ``bad`` (default: those whose ``plans.fits`` is False) again on
+    the host, each with the one-position plan of ``construction``
+    (:func:`~.plan.build_plan`: for ``cp-pair`` the plan that falls back to ``cp-swap``, for
+    ``cp2`` the rounded kernel's own law or ``top``); ``out``, ``acc`` and the plans'
+    ``alpha`` and ``law_error`` are overwritten there.  One host synchronisation; nothing else
+    when no row is flagged."""
     from .plan import build_plan
     from .sample import sample_plan
 
     xp = bk.namespace(plans.law_error)
-    bad = xp.logical_not(plans.law_error <= KERNEL_LAW_TOL)  # NaN: not certified either
+    if bad is None:
+        bad = xp.logical_not(plans.fits)
     (flags,) = bk.to_host(bad)
     rows = np.flatnonzero(flags)
     if len(rows) == 0:
@@ -233,9 +288,10 @@ def _near_point_mass_rows(plans: RowPlans, P: Any, Q: Any, t: Any, rng: Any, out
         g = numpy_rng(rng)
     o = np.empty(th.shape[:-1], dtype=np.int64)  # the bad rows only, in order
     alpha, err = np.empty(len(rows)), np.empty(len(rows))
+    n = th.shape[-1]
     for j in range(len(rows)):
-        plan = build_plan(Ph[j], Qh[j], 2, "cp2")
-        o[j] = sample_plan(plan, th[j].reshape(-1, 2), g).reshape(th.shape[1:-1])
+        plan = build_plan(Ph[j], Qh[j], n, construction)
+        o[j] = sample_plan(plan, th[j].reshape(-1, n), g).reshape(th.shape[1:-1])
         alpha[j], err[j] = plan.acceptance, plan.law_error
     new_acc = (th == o[..., None]).any(axis=-1)
     for dst, values in ((out, o), (acc, new_acc), (plans.alpha, alpha), (plans.law_error, err)):
