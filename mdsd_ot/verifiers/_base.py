@@ -408,7 +408,7 @@ class Verifier:
         V_.check_on_vocabulary(pv.float, draft.V, "p")
         ex = (pv.rational and draft.rational) if exact is None else bool(exact)
         try:
-            ctx = self._setup(list(pv.values(ex)), draft, ex)
+            ctx = self._setup_of(p, pv, draft, ex)
             zero = Fraction(0) if ex else 0.0
             law = [zero] * draft.V
             acc = zero
@@ -446,7 +446,7 @@ class Verifier:
             check_distinct_tokens(t, type(draft).__name__, "draft_tuple")
         check_drafted_tokens(t, draft, "draft_tuple")
         try:
-            ctx = self._setup(list(pv.values(ex)), draft, ex)
+            ctx = self._setup_of(p, pv, draft, ex)
         except ZeroDivisionError as err:
             if ex:
                 raise
@@ -457,6 +457,13 @@ class Verifier:
             if ex:
                 raise
             raise _float_breakdown(draft) from err
+
+    def _setup_of(self, p: Any, pv: Vector, draft: DraftLaw, exact: bool) -> Any:
+        """The context of :meth:`exact` and :meth:`conditional` for the caller's ``p`` (as
+        given) and its validated :class:`~mdsd_ot.drafts.Vector` ``pv``: :meth:`_setup` of
+        ``pv``'s values.  A verifier whose float route designs the rule from the floats of
+        ``p`` overrides it, so that the exact law is that of the rule it samples."""
+        return self._setup(list(pv.values(exact)), draft, exact)
 
     def _setup(self, p: list, draft: DraftLaw, exact: bool) -> Any:  # pragma: no cover
         raise NotImplementedError

@@ -158,6 +158,40 @@ def test_exact_law_is_p_and_close_to_the_float_law():
     assert used >= 15, used
 
 
+@pytest.mark.parametrize(
+    "q, n",
+    [
+        ([0.021785770504975665, 0.16511518066862535, 0.0020084564729798762,
+          0.04656199177879048, 0.5521006334998092, 0.2124279670748195], 4),
+        ([0.00011286014402828564, 1.407156026232335e-06, 0.0013568885988555523,
+          0.9985288428508291, 2.838228156120065e-15, 1.2502580116564033e-09], 3),
+    ],
+)  # fmt: skip
+def test_exact_evaluates_the_rule_that_sample_runs(q, n, monkeypatch):
+    """``exact`` evaluates the plan ``sample`` and ``certificate`` use (the cached float plan
+    of p and the law's float q), not one designed again from the Fractions of q, which are
+    renormalised and may sit an ulp away: where p/q keys tie (p = q here) that could choose
+    another chain order, so another rule (a review of 2026-12-07 found exact acceptances
+    7.3e-12 below the certified one, law bound 1.1e-13, and a ``cp-swap`` plan where the
+    sampler runs ``cp-pair``, by calling the plan's setup on such Fractions).  Checked: no plan
+    is built again, the exact acceptance is within the law bound of the certificate's, and
+    the exact law is p."""
+    from mdsd_ot.verifiers.chain import verifier as chain_verifier
+
+    p = np.array(q)
+    v = ChainOptimal(drafts.ConditionalPoisson(p.copy(), n))
+    cert = v.certificate(p)
+    assert cert["construction"] == "cp-pair"
+    built = []
+    real = chain_verifier.build_plan
+    monkeypatch.setattr(chain_verifier, "build_plan", lambda *a: built.append(a) or real(*a))
+    law, acc = v.exact(p, exact=True)
+    assert built == []  # the float route's plan, from the cache
+    assert abs(float(acc) - cert["acceptance"]) <= cert["law_error"]
+    want = [Fraction(float(x)) for x in v.plan(p).p]
+    assert list(law) == [w / sum(want) for w in want]
+
+
 def test_a_design_that_is_not_a_rule_gives_way_to_cp_swap():
     """V = 50, T = 0.5, n = 4: with either hold-back the scaled hand-overs of one draft set
     would sum to 1.47 / 1.45, so the plan is ``cp-swap``'s and ``info["pair"]`` says why; it

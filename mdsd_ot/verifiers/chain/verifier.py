@@ -416,7 +416,19 @@ class ChainOptimal(Verifier):
             return verify_rows(P, Qd, draft.n, t, rng, construction=con, names=("P", "Qd"))
         return on_host(self.sample_rows, P, Qd, draft_tokens, rng)
 
-    def _setup(self, p, draft, exact):
+    def _setup_of(self, p, pv, draft, exact):
+        """:meth:`_setup` with the float route's plan of ``p`` (:meth:`plan`: the validated
+        floats of p and the law's float q), so that :meth:`exact` and :meth:`conditional`
+        evaluate the rule :meth:`sample` runs.  Built from the Fractions instead, q moved by
+        an ulp (renormalised twice) and ties of p/q could take another chain order: p = q,
+        conditional Poisson, n = 4 then checked a plan that accepted 7.3e-12 less (a review
+        of 2026-12-07)."""
+        fplan = None
+        if draft.n > 1 and construction_for(draft) in ("seq-best", "cp-pair", "cp-swap"):
+            fplan = self._plan_of(V_.prob_vector(p, "p"), draft)
+        return self._setup(list(pv.values(exact)), draft, exact, fplan)
+
+    def _setup(self, p, draft, exact, fplan=None):
         q = list(draft.qvals(exact))
         con = construction_for(draft)
         Q_of = lambda H: draft.Q(H, exact=exact)  # noqa: E731
@@ -432,14 +444,16 @@ class ChainOptimal(Verifier):
             if plan is not None:
                 return plan
             con = "seq-swap"
-        fplan = None
         if con in ("seq-best", "cp-pair", "cp-swap"):  # the construction the float plan chose
-            pf = np.array([float(x) for x in p])
-            qf = np.array([float(x) for x in q])
-            fplan = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con)
+            if fplan is None:
+                pf = np.array([float(x) for x in p])
+                qf = np.array([float(x) for x in q])
+                fplan = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con)
             con = fplan.construction
             if con in ("stream", "top"):
                 return _list_plan(p, q, draft, con, exact)
+        else:
+            fplan = None  # relabel, cp2, top: the exact plan is designed in Fractions
         if con in CERTIFIED and draft.n > 1:
             items = draft.joint_items(exact=exact)
             return exact_swap_plan(list(p), q, draft.n, con, items, Q_of, fplan=fplan)
