@@ -624,6 +624,21 @@ def _pair_sets(q: list, n: int) -> dict[tuple[int, ...], Fr]:
     return out
 
 
+def _pair_rule_law(sets: dict[tuple[int, ...], Fr], lam: dict, V: int) -> list[Fr]:
+    """The selection law of the pair rule by enumeration: on each set S (weight w) the top
+    slot y hands over to x with probability lam[y, x] and keeps the rest."""
+    got = [Fr(0)] * V
+    for S, w in sets.items():
+        y = max(S)
+        keep = Fr(1)
+        for x in S:
+            if x != y:
+                got[x] += w * lam[y, x]
+                keep -= lam[y, x]
+        got[y] += w * keep
+    return got
+
+
 def check_pair_law(trials: int = 30, seed: int = 12) -> dict:
     """Lemma 15: for random hand-over probabilities λ(y, x) (x < y, the n - 1 largest of each
     y summing to at most 1) the rule's law by enumeration of the sets equals
@@ -639,15 +654,7 @@ def check_pair_law(trials: int = 30, seed: int = 12) -> dict:
         done += 1
         lam = {(y, x): Fr(rng.randint(0, 6), 6 * (n - 1)) for y in range(V) for x in range(y)}
         sets = _pair_sets(q, n)
-        got = [Fr(0)] * V
-        for S, w in sets.items():
-            y = max(S)
-            keep = Fr(1)
-            for x in S:
-                if x != y:
-                    got[x] += w * lam[y, x]
-                    keep -= lam[y, x]
-            got[y] += w * keep
+        got = _pair_rule_law(sets, lam, V)
         en = _e(q, n)
         want = [q[k] * _e(q[:k], n - 1) / en for k in range(V)]  # D: top(S) = k
         for (y, x), la in lam.items():
@@ -815,15 +822,7 @@ def check_seq_pair_kernel(trials: int = 60, seed: int = 15) -> dict:
             return (T - sum((q[j] for j in A), Fr(0))) * tot
 
         lam = {(y, x): Fr(rng.randint(0, 6), 6 * (n - 1)) for y in range(V) for x in range(y)}
-        got = [Fr(0)] * V
-        for S, w in sets.items():
-            y = max(S)
-            keep = Fr(1)
-            for x in S:
-                if x != y:
-                    got[x] += w * lam[y, x]
-                    keep -= lam[y, x]
-            got[y] += w * keep
+        got = _pair_rule_law(sets, lam, V)
         D = [Q(set(range(k + 1))) - Q(set(range(k))) for k in range(V)]
         want = list(D)
         for y in range(V):
