@@ -21,9 +21,10 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    ``sample_plans`` (all B plans kept) divided by the cost of ``build_plan`` + ``sample_plan``
    row by row on the
    *same* 64 rows (target <= 1), and divided by the cost of one row that stays in cache;
-2b. the array route, ``verify_rows`` (all B = 64 rows at once, numpy and CPU torch): per-row
-   cost against ``draw_rows`` and one ``np.argsort`` of V (medians of the calls, the fastest
-   argsort of the run);
+2b. the array route, ``verify_rows`` (all rows at once, numpy and CPU torch; i.i.d. n = 2 with
+   B = 64, conditional Poisson n = 4 (``cp-pair``) with B = 16): per-row cost against
+   ``draw_rows`` and one ``np.argsort`` of V (medians of the calls, the fastest argsort of the
+   run);
 3. the set-reduced construction (a max-flow over the draft sets) against the chain at V = 500
    and 2,000, i.i.d. drafts, n = 2;
 4. (``--accuracy``) the certified ε, the law's error bound, the fixed-point iterations and the
@@ -241,53 +242,58 @@ def batched(reps: int) -> None:
 
 
 def batched_array(reps: int) -> None:
-    """Section 2b: the array route (``verify_rows``) on numpy and on CPU torch, B = 64."""
+    """Section 2b: the array route (``verify_rows``) on numpy and on CPU torch against the
+    numpy route (``draw_rows``): i.i.d. n = 2 (``relabel``, B = 64) and conditional Poisson
+    n = 4 (``cp-pair``, B = 16)."""
     from mdsd_ot import drafts as D
     from mdsd_ot.synthetic import synthetic_batch
     from mdsd_ot.verifiers.chain import draw_rows
     from mdsd_ot.verifiers.chain.batched import verify_rows
 
-    print(
-        "\n2b. the array route (verify_rows: all rows at once), B = 64, V = 152,064, i.i.d. n = 2"
-    )
-    B, n = 64, 2
-    P, Q = synthetic_batch(B, V_BIG, 1.0, np.random.default_rng(3), noise=1.0)
-    g = np.random.default_rng(4)
-    t = np.stack([D.WithReplacement(Q[b], n).sample(g, 1)[0] for b in range(B)])
-    x = np.random.default_rng(0).random(V_BIG)
-    fns = {
-        "numpy": lambda: verify_rows(P, Q, n, t, g),
-        "draw_rows": lambda: draw_rows(P, Q, n, "relabel", t, g),
-    }
     try:
         import torch
-
-        Pt, Qt, tt = torch.tensor(P), torch.tensor(Q), torch.tensor(t)
-        gen = torch.Generator().manual_seed(0)
-        fns["torch (CPU)"] = lambda: verify_rows(Pt, Qt, n, tt, gen)
-        print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
     except ImportError:
-        print("  (torch not installed: numpy only)")
-    times = {k: [] for k in fns}
-    sorts = []
-    for f in fns.values():
-        f()
-    for _ in range(max(2, reps // 3)):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            np.argsort(x)
-            sorts.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+        torch = None
+    x = np.random.default_rng(0).random(V_BIG)
+    for con, n, law, B in (("relabel", 2, D.WithReplacement, 64),
+                           ("cp-pair", 4, D.ConditionalPoisson, 16)):  # fmt: skip
+        print(f"\n2b. the array route (verify_rows: all rows at once), {con}, n = {n}, B = {B}, "
+              f"V = {V_BIG:,}")  # fmt: skip
+        P, Q = synthetic_batch(B, V_BIG, 1.0, np.random.default_rng(3), noise=1.0)
+        g = np.random.default_rng(4)
+        t = np.stack([law(Q[b], n).sample(g, 1)[0] for b in range(B)])
+        fns = {
+            "numpy": lambda P=P, Q=Q, t=t, n=n, c=con, g=g: verify_rows(P, Q, n, t, g, c),
+            "draw_rows": lambda P=P, Q=Q, t=t, n=n, c=con, g=g: draw_rows(P, Q, n, c, t, g),
+        }
+        if torch is not None:
+            Pt, Qt, tt = torch.tensor(P), torch.tensor(Q), torch.tensor(t)
+            gen = torch.Generator().manual_seed(0)
+            fns["torch (CPU)"] = lambda Pt=Pt, Qt=Qt, tt=tt, n=n, c=con, gen=gen: verify_rows(
+                Pt, Qt, n, tt, gen, c
+            )
+            print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
+        else:
+            print("  (torch not installed: numpy only)")
+        times = {k: [] for k in fns}
+        sorts = []
+        for f in fns.values():
             f()
-            times[k].append((time.perf_counter() - t0) / B)
-    # the fastest argsort of the run: one right after a (64, V) call finds the caches cold,
-    # and after torch its idle threads may still spin on the two cores
-    s = float(np.min(sorts))
-    for k, v in times.items():
-        m = float(np.median(v))
-        print(
-            f"  {k:>12}: {m * 1e3:.2f} ms per row = {m / s:.2f}x one np.argsort of V ({s * 1e3:.2f} ms)"
-        )
+        for _ in range(max(2, reps // 3)):
+            for k, f in fns.items():
+                t0 = time.perf_counter()
+                np.argsort(x)
+                sorts.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                f()
+                times[k].append((time.perf_counter() - t0) / B)
+        # the fastest argsort of the run: one right after a (B, V) call finds the caches cold,
+        # and after torch its idle threads may still spin on the two cores
+        s = float(np.min(sorts))
+        for k, v in times.items():
+            m = float(np.median(v))
+            print(f"  {k:>12}: {m * 1e3:.2f} ms per row = {m / s:.2f}x one np.argsort of V "
+                  f"({s * 1e3:.2f} ms)")  # fmt: skip
 
 
 def reduced(sizes: tuple[int, ...]) -> None:

@@ -417,3 +417,22 @@ def test_tensor_rows_of_conditional_poisson_route_by_device(monkeypatch):
     monkeypatch.setattr(batched, "_host_rows", lambda *a, **k: host.append(a[0].fits))
     v.sample_rows(Pt, Qt, tt, torch.Generator().manual_seed(0))
     assert len(host) == 1 and bool(host[0].all())  # called, with nothing to draw
+
+
+def test_no_tuples_give_empty_outputs():
+    """(B, 0, n) tuples: empty (B, 0) outputs from verify_rows("cp-pair") on a batch with a
+    row that does not fit (its host plan is cp-swap, whose piece sampler indexed the first
+    tuple) and from the numpy route (a review of 2026-12-07)."""
+    from mdsd_ot.verifiers.chain import draw_rows
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+
+    V, n = 300, 4
+    rows = [
+        synthetic_pair(V, T, np.random.default_rng(s), noise=1.0) for s, T in ((0, 1.0), (1, 0.3))
+    ]
+    P, Q = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    t = np.zeros((2, 0, n), dtype=np.int64)
+    out, acc, plans = verify_rows(P, Q, n, t, 0, construction="cp-pair", return_plans=True)
+    assert not np.asarray(plans.fits).all()
+    assert out.shape == acc.shape == (2, 0) and out.dtype == np.int64
+    assert draw_rows(P, Q, n, "cp-pair", t, np.random.default_rng(0)).shape == (2, 0)

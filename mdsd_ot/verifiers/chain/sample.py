@@ -387,8 +387,11 @@ def relabel_slots(
 
 
 def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One output token per tuple of ``t`` (B, n) (int64 array of shape (B,))."""
+    """One output token per tuple of ``t`` (B, n) (int64 array of shape (B,); no tuple: an
+    empty array, and no random number drawn)."""
     t = np.asarray(t, dtype=np.int64)
+    if len(t) == 0:  # the piece samplers index their cumulative sums at the first tuple
+        return np.zeros(0, dtype=np.int64)
     rows = np.arange(len(t))
     if plan.pieces is not None:  # the highest piece (seq-swap: the stream or stream_select)
         pick = np.argmax(piece_levels(plan, t, rng), axis=1)
