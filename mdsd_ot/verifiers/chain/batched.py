@@ -17,7 +17,10 @@ rows) and re-exports the rest: the plans (:class:`~.batched_plans.RowPlans`,
 :func:`~.batched_plans.relabel_rows`, :func:`~.batched_plans.cp2_rows`,
 :func:`~.batched_plans.law_error_bound`) from :mod:`.batched_plans`, the draws
 (:func:`~.batched_draws.sample_relabel_rows`, :func:`~.batched_draws.kernel_row`: how a draw
-finds its kernel entry without enumerating its partners) from :mod:`.batched_draws`.
+finds its kernel entry without enumerating its partners) from :mod:`.batched_draws`, and
+the ``cp-pair`` plans and draws of conditional Poisson with n >= 3
+(:class:`~.batched_pairs.PairRowPlans`, :func:`~.batched_pairs.pair_rows`,
+:func:`~.batched_pairs.sample_pair_rows`) from :mod:`.batched_pairs`.
 
 Examples
 --------
