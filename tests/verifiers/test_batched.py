@@ -371,3 +371,25 @@ def test_verify_rows_seed_is_one_stream():
     # the seed is the generator it names: the same numbers as default_rng(123) passed in
     out2, _ = verify_rows(P, Q, 2, T, np.random.default_rng(123))
     assert np.array_equal(np.asarray(out), np.asarray(out2))
+
+
+def test_cpu_tensors_take_the_faster_route(monkeypatch):
+    """On the CPU, ``relabel`` tensor rows are verified by the array route up to
+    ``CPU_ARRAY_MAX_V`` tokens and copied to the host for the numpy route beyond (the faster
+    one per row there; ``device_route``); both routes give valid outputs."""
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    from mdsd_ot.verifiers.chain import verifier as chain_verifier
+
+    rng = np.random.default_rng(9)
+    P, Q = _rows(rng, 3, 40, 1.0)
+    v = ChainOptimal(WithReplacement(Q[0], 2))
+    t = torch.tensor(np.stack([WithReplacement(Q[b], 2).sample(rng, 1)[0] for b in range(3)]))
+    calls = []
+    real = chain_verifier.on_host
+    monkeypatch.setattr(chain_verifier, "on_host", lambda *a: calls.append(1) or real(*a))
+    for limit, host in ((40, False), (39, True)):
+        monkeypatch.setattr(chain_verifier, "CPU_ARRAY_MAX_V", limit)
+        calls.clear()
+        out, acc = v.sample_rows(torch.tensor(P), torch.tensor(Q), t, 0)
+        assert bool(calls) == host, limit
+        assert isinstance(out, torch.Tensor) and torch.equal(acc, (t == out[:, None]).any(dim=1))

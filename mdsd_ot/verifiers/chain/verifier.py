@@ -89,26 +89,40 @@ def construction_for(draft: DraftLaw) -> str | None:
     return "top" if draft.n == 1 else make(draft.n)
 
 
+#: On the CPU, ``relabel`` and ``cp2`` tensor rows take the array route up to this many tokens
+#: and the numpy route beyond (:func:`device_route`).
+CPU_ARRAY_MAX_V: int = 4096
+
+
 def device_route(construction: str | None, P: Any) -> bool:
-    """Whether tensor rows ``P`` of ``construction`` are verified on their own device by
-    :func:`~mdsd_ot.verifiers.chain.batched.verify_rows`: ``relabel`` and ``cp2`` always;
-    ``cp-pair`` where ``P`` is not on the CPU (measured on a 2-core machine at V = 152,064,
-    n = 4, B = 8: about 8 argsorts of V per row on CPU torch, 2.6 by the numpy route with
-    numba, whose rows' copy to the host costs little there); every other construction copies
-    the rows to the host.
+    """Whether tensor rows ``P`` (B, V) of ``construction`` are verified on their own device by
+    :func:`~mdsd_ot.verifiers.chain.batched.verify_rows` rather than copied to the host for the
+    numpy route (:func:`~mdsd_ot.verifiers.chain.sample.draw_rows`).
+
+    Off the CPU: ``relabel``, ``cp2`` and ``cp-pair``.  On the CPU, whichever was faster per
+    row (2-core AMD EPYC, CPU torch with 2 threads, numba; 2026-12-07): ``relabel`` and
+    ``cp2`` up to V = :data:`CPU_ARRAY_MAX_V` (n = 2: 0.02 ms against 0.28–0.35 at V = 200,
+    B = 2,000; 0.24–0.26 against 0.33–0.39 at V = 2,000; 0.6–0.7 against 0.4–0.5 at
+    V = 5,000; 35–39 against 8.6–10.7 at V = 152,064), ``cp-pair`` never (n = 4: 0.94 against
+    1.13 ms at V = 200, 1.1 against 1.0 at V = 500–1,000, 1.4 against 1.05 at V = 2,000, 65
+    against 22 at V = 152,064).  Every other construction copies the rows to the host.
 
     Examples
     --------
-    >>> class Cuda:
-    ...     class device:
-    ...         type = "cuda"
-    >>> device_route("cp-pair", Cuda()), device_route("seq-best", Cuda())
+    >>> class Rows:  # only the device's type and the row length are read
+    ...     def __init__(self, kind, V):
+    ...         self.device, self.shape = type("D", (), {"type": kind})(), (1, V)
+    >>> device_route("cp-pair", Rows("cuda", 152_064)), device_route("seq-best", Rows("cuda", 9))
+    (True, False)
+    >>> device_route("relabel", Rows("cpu", 1000)), device_route("relabel", Rows("cpu", 152_064))
     (True, False)
     """
-    if construction in ("relabel", "cp2"):
-        return True
+    if construction not in ("relabel", "cp2", "cp-pair"):
+        return False
     dev = getattr(P, "device", None)
-    return construction == "cp-pair" and getattr(dev, "type", "cpu") != "cpu"
+    if getattr(dev, "type", "cpu") != "cpu":
+        return True
+    return construction != "cp-pair" and int(P.shape[-1]) <= CPU_ARRAY_MAX_V
 
 
 def _list_plan(p: Any, q: list, draft: DraftLaw, con: str, exact: bool) -> Any:
@@ -350,11 +364,11 @@ class ChainOptimal(Verifier):
         i.i.d. drafts (``relabel``): every row at once on the tensors' device, no per-row loop
         (:func:`~mdsd_ot.verifiers.chain.batched.verify_rows`; ``rng`` may be a
         ``torch.Generator``); so do two conditional-Poisson drafts (``cp2``), and n >= 3 of
-        them (``cp-pair``, :func:`~mdsd_ot.verifiers.chain.batched_pairs.pair_rows`) on a
-        device other than the CPU: on CPU tensors the numpy route, with its compiled passes,
-        is about three times faster per row (:func:`device_route`).  The other
-        constructions copy the rows to the host, run the numpy route and return tensors on
-        the input's device.  Every route checks its inputs once, at this boundary: ``P`` and
+        them (``cp-pair``, :func:`~mdsd_ot.verifiers.chain.batched_pairs.pair_rows`).  On the
+        CPU the faster route per row is taken (:func:`device_route`): that one for ``relabel``
+        and ``cp2`` up to V = :data:`CPU_ARRAY_MAX_V`, the numpy route beyond and for
+        ``cp-pair``.  The other constructions copy the rows to the host, run the numpy route
+        and return tensors on the input's device.  Every route checks its inputs once, at this boundary: ``P`` and
         ``Qd`` of one shape, ``draft_tokens`` of shape (B, n) or (B, k, n) with the bound law's
         n and ids in 0..V-1 (:func:`check_rows`; on the device route, the same messages from
         :func:`~mdsd_ot.verifiers.chain.batched.verify_rows`).
