@@ -56,7 +56,7 @@ from ...drafts.sampling import SCALE_FROM
 from ...fast import _backend as bk
 from ...fast.order import ratio_order
 from .batched_draws import _first_above, _gather_flat, _generator, _uniforms
-from .batched_plans import U, _dev, _flip
+from .batched_plans import U, _dev, _flip, _ranks, transfer_path
 from .pairs import _NOISE, HOLD_BACK, PAIR_ITERATIONS, PAIR_TOL, SET_MARGIN
 from .plan import CP_UNDERFLOW_BITS, UNCERTIFIED
 
@@ -383,17 +383,6 @@ def _ldexp(x: Any, k: Any) -> Any:
     return x * (2.0**half) * (2.0 ** (k[:, None] - half))
 
 
-def _transfer(ps: Any, Qp: Any) -> Any:
-    r"""The transfer path :math:`E_j = \max(0, F_j - \min_{i > j} F_i)`, j = 0..V, of
-    :func:`.plan._transfer` (F = P - Q on the prefixes 0..V, ``Qp`` on the prefixes 1..V)."""
-    xp = bk.namespace(ps)
-    zero = _zeros_col(ps)
-    F = xp.concat([zero, xp.cumulative_sum(ps, axis=-1) - Qp], axis=-1)
-    S = _flip(bk.cummin(_flip(F)))
-    E = xp.concat([F[:, :-1] - S[:, 1:], zero], axis=-1)
-    return xp.maximum(E, xp.zeros_like(E))
-
-
 def _targets(E: Any, hold: str) -> Any:
     r""":func:`.pairs._targets` on (B, V + 1) rows, the end cuts set to 0."""
     xp = bk.namespace(E)
@@ -607,10 +596,7 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     B, V = P.shape
     order, _ = _chain_order(P, Q)
     ps, qs = bk.take_rows(P, order), bk.take_rows(Q, order)
-    rank = bk.scatter(
-        xp.asarray(xp.broadcast_to(xp.reshape(bk.arange_like(P, V), (1, V)), (B, V)), copy=True),
-        order,
-    )
+    rank = _ranks(order)
     top, _ = bk.topk(Q, n)
     total = xp.sum(Q, axis=-1, keepdims=True)
     under = xp.sum(xp.log2(top / total), axis=-1) < CP_UNDERFLOW_BITS
@@ -626,7 +612,7 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     finite = xp.all(xp.isfinite(e[:, :, -1]), axis=-1) & xp.isfinite(en) & (en > 0)
     safe_en = xp.where(finite, en, xp.ones_like(en))
     D = qd * e[:, n - 1, :-1] / safe_en[:, None]
-    E = _transfer(ps, e[:, n, 1:] / safe_en[:, None])
+    E = transfer_path(xp.cumulative_sum(ps, axis=-1) - e[:, n, 1:] / safe_en[:, None])[0]
     s = D + (E[:, 1:] - E[:, :-1])
     s = xp.maximum(xp.minimum(s, ps), xp.zeros_like(s))
     live = finite & ~under

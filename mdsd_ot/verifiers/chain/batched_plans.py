@@ -246,6 +246,26 @@ def cp2_rows(P: Any, Q: Any) -> RowPlans:
     return RowPlans(2, order, _ranks(order), ps, qs, d, s, cum, alpha, err, two_e2, c)
 
 
+def transfer_path(F: Any) -> tuple[Any, Any]:
+    r"""The transfer path of Theorem 1 on (B, V) rows, from F = P - Q on the prefixes 1..V
+    (:math:`F_0 = 0`): :math:`E_j = \max(0, F_j - \min_{i > j} F_i)` on the cuts j = 0..V
+    (:math:`E_V = 0`), (B, V + 1), and the suffix minima :math:`S_k = \min_{i \ge k} F_i`,
+    k = 1..V, (B, V); the operations of ``plan._transfer``.
+
+    Examples
+    --------
+    >>> E, S = transfer_path(np.array([[0.2, -0.1, 0.0]]))
+    >>> E.round(12).tolist(), S.round(12).tolist()
+    ([[0.1, 0.3, 0.0, 0.0]], [[-0.1, -0.1, 0.0]])
+    """
+    xp = bk.namespace(F)
+    zero = xp.zeros_like(F[:, :1])
+    S = _flip(bk.cummin(_flip(F)))  # S_k = min over prefixes k..V (prefixes 1..V)
+    S_next = xp.concat([S[:, 1:], zero], axis=-1)  # min over prefixes k+1..V; F_V is 0 there
+    E = xp.concat([xp.maximum(F - S_next, zero)[:, :-1], zero], axis=-1)  # prefixes 1..V
+    return xp.concat([xp.maximum(-S[:, :1], zero), E], axis=-1), S  # E_0 = max(0, -S_1)
+
+
 def _sublaw(ps: Any, F: Any, D: Any) -> tuple[Any, Any, Any]:
     r"""The optimal sub-law of Theorem 1 from F = P - Q on the prefixes 1..V (:math:`F_0 = 0`)
     and the deterministic rule's law D: ``(s, dE, alpha)``.
@@ -256,11 +276,8 @@ def _sublaw(ps: Any, F: Any, D: Any) -> tuple[Any, Any, Any]:
     """
     xp = bk.namespace(F)
     zero = xp.zeros_like(F[:, :1])
-    S = _flip(bk.cummin(_flip(F)))  # S_k = min over prefixes k..V (prefixes 1..V)
-    S_next = xp.concat([S[:, 1:], zero], axis=-1)  # min over prefixes k+1..V; F_V is 0 there
-    E = xp.concat([xp.maximum(F - S_next, zero)[:, :-1], zero], axis=-1)  # prefixes 1..V
-    E_prev = xp.concat([xp.maximum(-S[:, :1], zero), E[:, :-1]], axis=-1)  # E_0 = max(0, -S_1)
-    dE = E - E_prev
+    E, S = transfer_path(F)
+    dE = E[:, 1:] - E[:, :-1]
     s = xp.minimum(xp.maximum(D + dE, zero), ps)
     alpha = xp.minimum(1.0 + xp.minimum(S[:, 0], zero[:, 0]), zero[:, 0] + 1.0)
     return s, dE, alpha
