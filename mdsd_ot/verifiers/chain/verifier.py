@@ -459,10 +459,8 @@ class ChainOptimal(Verifier):
                 return plan
             con = "seq-swap"
         if con in ("seq-best", "cp-pair", "cp-swap"):  # the construction the float plan chose
-            if fplan is None:
-                pf = np.array([float(x) for x in p])
-                qf = np.array([float(x) for x in q])
-                fplan = build_plan(pf / pf.sum(), qf / qf.sum(), draft.n, con)
+            if fplan is None:  # called without the caller's p: the floats of these values
+                fplan = self._plan_of(V_.prob_vector([float(x) for x in p], "p"), draft)
             con = fplan.construction
             if con in ("stream", "top"):
                 return _list_plan(p, q, draft, con, exact)
