@@ -41,7 +41,7 @@ import numpy as np
 from ... import _validate as V_
 from ...drafts import ConditionalPoisson, DraftLaw, WithoutReplacement, WithReplacement
 from .._base import Verifier
-from .batched import numpy_rng
+from .batched import CONSTRUCTIONS, numpy_rng
 from .exact import exact_plan, exact_seq2_plan, exact_swap_plan, given
 from .plan import Plan, build_plan
 from .rows import slot_mass_imbalance
@@ -117,7 +117,7 @@ def device_route(construction: str | None, P: Any) -> bool:
     >>> device_route("relabel", Rows("cpu", 1000)), device_route("relabel", Rows("cpu", 152_064))
     (True, False)
     """
-    if construction not in ("relabel", "cp2", "cp-pair"):
+    if construction not in CONSTRUCTIONS:  # relabel, cp2, cp-pair
         return False
     dev = getattr(P, "device", None)
     if getattr(dev, "type", "cpu") != "cpu":
@@ -368,10 +368,10 @@ class ChainOptimal(Verifier):
         CPU the faster route per row is taken (:func:`device_route`): that one for ``relabel``
         and ``cp2`` up to V = :data:`CPU_ARRAY_MAX_V`, the numpy route beyond and for
         ``cp-pair``.  The other constructions copy the rows to the host, run the numpy route
-        and return tensors on the input's device.  Every route checks its inputs once, at this boundary: ``P`` and
-        ``Qd`` of one shape, ``draft_tokens`` of shape (B, n) or (B, k, n) with the bound law's
-        n and ids in 0..V-1 (:func:`check_rows`; on the device route, the same messages from
-        :func:`~mdsd_ot.verifiers.chain.batched.verify_rows`).
+        and return tensors on the input's device.  Every route checks its inputs once, at this
+        boundary: ``P`` and ``Qd`` of one shape, ``draft_tokens`` of shape (B, n) or (B, k, n)
+        with the bound law's n and ids in 0..V-1 (:func:`check_rows`; on the device route,
+        the same messages from :func:`~mdsd_ot.verifiers.chain.batched.verify_rows`).
 
         Parameters
         ----------
