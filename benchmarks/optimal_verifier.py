@@ -51,13 +51,20 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    the construction, ε, the law's bound and the setup time.
 8. (``--pair``) the ``cp-pair`` design alone (conditional Poisson, n = 3, 4, 8): on the demo's
    real-text rows and the synthetic family (V = 2,000 and 152,064, T = 0.3-2) the rows where
-   it fits, the rows where its scaled hand-overs are not a rule (those get ``cp-swap``), the
-   largest ε and law bound and the median design time.
+   it fits (and where it fits without relays), the rows where its scaled hand-overs are not a
+   rule (those get ``cp-swap``), the largest ε and law bound and the median design time.
 9. (``--seq-pair``) a study, not a construction: the separable design of section 8 on the
    *sequential* kernel M(y, x) = Pr[top(S) = y, x in S], formed densely from V runs of the
    fast solver (O(V^2); proofs/optimal_verifier.md §12), on the demo's rows (V = 256) and the
    synthetic family at V = 150 (T = 0.3-2, 4 seeds), n = 3, 4, 6: the rows where it fits, why
    the others do not, the largest ε where it fits.
+10. (``--confident``) a confident target against a heavy draft token: the draft puts mass
+   q_top on one token and the target more, p_top > q_top (q_top / p_top = 0.7 / 0.8, 0.9 /
+   0.95, 0.99 / 0.995; the rest log-normal, the target's a noisy copy of the draft's), the
+   shape of a small draft model against a large one, at V = 152,064, conditional Poisson
+   n = 3 and 4, seeds 1-2: the plan with relays (the heaviest receiver also hands over;
+   proofs/optimal_verifier.md §11) and without (the ``cp-pair`` design before relays (2026-12-07),
+   so ``cp-swap`` where it is not a rule), each with its ε and setup + one draw in argsorts.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -73,6 +80,7 @@ Usage::
     python benchmarks/optimal_verifier.py --point-mass --only  # section 7 alone
     python benchmarks/optimal_verifier.py --pair --only        # section 8 alone
     python benchmarks/optimal_verifier.py --seq-pair --only    # section 9 alone
+    python benchmarks/optimal_verifier.py --confident --only   # section 10 alone
 """
 
 from __future__ import annotations
@@ -531,7 +539,8 @@ def pair_fits(quick: bool) -> None:
         "\n8. the cp-pair design (pairs.pair_plan alone, no fallback): rows where it fits, why"
         " the others do not, the largest ε and law bound where it fits, its median time"
     )
-    print("   rows | n | fits | not a rule | other | max ε | max law bound | median time")
+    print("   rows | n | fits | without relays | not a rule | other | max ε | max law bound |"
+          " median time")  # fmt: skip
 
     def rows():
         d = demo_rows(16 if quick else 64)
@@ -562,12 +571,13 @@ def pair_fits(quick: bool) -> None:
                     tally["not a rule" if "not a rule" in plan else "other"] += 1
                     continue
                 tally["fits"] += 1
+                tally["plain"] += "relay" not in plan.info
                 times.append(dt)
                 a = float(alpha_star(p, q, n=n, scheme="conditional-poisson"))
                 eps, lerr = max(eps, a - plan.acceptance), max(lerr, plan.law_error)
             med = f"{np.median(times) * 1e3:.1f} ms" if times else "-"
-            print(f"   {name} | {n} | {tally['fits']}/{len(pairs)} | {tally['not a rule']} | "
-                  f"{tally['other']} | {eps:.1e} | {lerr:.1e} | {med}")  # fmt: skip
+            print(f"   {name} | {n} | {tally['fits']}/{len(pairs)} | {tally['plain']} | "
+                  f"{tally['not a rule']} | {tally['other']} | {eps:.1e} | {lerr:.1e} | {med}")  # fmt: skip
 
 
 def _seq_kernel(qs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -678,6 +688,66 @@ def seq_pair_study(quick: bool) -> None:
                   f"{tally['stopped']} | {eps:.1e} | {dt:.1f} s")  # fmt: skip
 
 
+def _confident_row(V: int, q_top: float, p_top: float, seed: int) -> tuple:
+    """Section 10's row: one draft token of mass ``q_top``, the target's ``p_top``; the rest
+    log-normal (sigma 2), the target's a noisy copy (sigma 1) of the draft's."""
+    g = np.random.default_rng(seed)
+    z = g.standard_normal(V) * 2.0
+    rows = []
+    for top, logits in ((q_top, z), (p_top, z + g.standard_normal(V))):
+        x = np.exp(logits - logits.max())
+        x[0] = 0.0
+        x = x / x.sum() * (1.0 - top)
+        x[0] = top
+        rows.append(x)
+    return rows[1], rows[0]
+
+
+def confident(quick: bool) -> None:
+    """Section 10: a confident target against a heavy draft token (heavy receivers)."""
+    from mdsd_ot import drafts as D
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.verifiers._draws import sample_drafts
+    from mdsd_ot.verifiers.chain import build_plan, pairs
+    from mdsd_ot.verifiers.chain.sample import sample_plan
+
+    V = 20_000 if quick else V_BIG
+    x = np.random.default_rng(0).random(V)
+    print(
+        f"\n10. a confident target against a heavy draft token (V = {V:,}, conditional Poisson):"
+        " with relays / without (the design before them); ε = α* - certified acceptance,"
+        " setup + one draw in argsorts (median of 3)"
+    )
+    print(
+        "   q_top / p_top | n | seed | with relays: plan, ε, argsorts | without: plan, ε, argsorts"
+    )
+    plain = tuple(t for t in pairs.PAIR_TRIES if not t[1])
+    for q_top, p_top in ((0.7, 0.8), (0.9, 0.95), (0.99, 0.995)):
+        for n in (3, 4):
+            for seed in (1,) if quick else (1, 2):
+                p, q = _confident_row(V, q_top, p_top, seed)
+                law = D.ConditionalPoisson(q, n)
+                a = float(alpha_star(p, law))
+                g = np.random.default_rng(seed)
+                t = sample_drafts(law, g, 1)
+                cells = []
+                for tries in (pairs.PAIR_TRIES, plain):
+                    saved, pairs.PAIR_TRIES = pairs.PAIR_TRIES, tries
+                    try:
+                        sample_plan(build_plan(p, law.q, n, "cp-pair"), t, g)  # warm up
+
+                        def run(p=p, law=law, t=t, n=n, g=g):
+                            sample_plan(build_plan(p, law.q, n, "cp-pair"), t, g)
+
+                        res = _paired(run, 3, x)
+                        plan = build_plan(p, law.q, n, "cp-pair")
+                    finally:
+                        pairs.PAIR_TRIES = saved
+                    name = plan.construction + (" (relay)" if "relay" in plan.info else "")
+                    cells.append(f"{name}, {a - plan.acceptance:.1e}, {res['ratio']:.1f}")
+                print(f"   {q_top} / {p_top} | {n} | {seed} | {cells[0]} | {cells[1]}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -694,6 +764,8 @@ def main() -> None:
                     help="also run section 8 (where the cp-pair design fits)")  # fmt: skip
     ap.add_argument("--seq-pair", action="store_true",
                     help="also run section 9 (the pair rule for sequential drafts, small V)")  # fmt: skip
+    ap.add_argument("--confident", action="store_true",
+                    help="also run section 10 (a confident target: relays)")  # fmt: skip
     ap.add_argument("--only", action="store_true", help="skip sections 1-3")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
@@ -723,6 +795,8 @@ def main() -> None:
         pair_fits(a.quick)
     if a.seq_pair:
         seq_pair_study(a.quick)
+    if a.confident:
+        confident(a.quick)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -245,9 +245,10 @@ def test_torch_cpu_equals_numpy():
 
 def test_a_mixed_batch_says_which_rows_fit_and_why():
     """V = 200, n = 4: a row that fits with ``"min"``, one with ``"bottom"``, a cold row (T =
-    0.3) where neither path is a rule, one whose n largest q multiply below 2^-1000 and one with
-    e_n(q) below 2^(-32 n) (designed on 2^k q): the flags and reasons of the one-position
-    plan."""
+    0.3) whose heaviest token receives, so a relay is tried first and fits (it also hands over),
+    one whose n largest q multiply below 2^-1000 and one with e_n(q) below 2^(-32 n) (designed
+    on 2^k q; its heaviest token receives too, and no try is a rule): the flags, reasons and
+    relays of the one-position plan."""
     V, n = 200, 4
     rows = [synthetic_pair(V, 0.3, np.random.default_rng(s), noise=1.0) for s in (0, 4, 1)]
     q_under = np.r_[1.0, np.full(V - 1, 1e-110)]
@@ -256,16 +257,20 @@ def test_a_mixed_batch_says_which_rows_fit_and_why():
     rows += [(p_flat, q_under / q_under.sum()), (p_flat, q_tiny / q_tiny.sum())]
     P, Q = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
     plans = pair_rows(P, Q, n)
-    assert plans.fits.tolist() == [True, True, False, False, False]
-    assert plans.hold_back == ["min", "bottom", None, None, None]
-    assert plans.why[:2] == [None, None]
-    cold = _one(P[2], Q[2], n)
-    assert plans.why[2] == cold and cold.startswith("min: not a rule")
-    assert "; bottom: not a rule" in cold
+    assert plans.fits.tolist() == [True, True, True, False, False]
+    assert plans.hold_back == ["min", "bottom", "min", None, None]
+    assert plans.why[:3] == [None, None, None]
+    cold = _one(P[2], Q[2], n)  # its heaviest token receives: the relay is tried first
+    assert "pair_retry" not in cold.info and cold.info["relay"]["share"] == 0.9
+    assert plans.relay[2] == cold.info["relay"] and plans.relay[1] is None
+    assert plans.relay[0] == _one(P[0], Q[0], n).info.get("relay")
+    assert plans.relay[2]["token"] == int(np.argmax(Q[2]))  # the heaviest token receives
     assert plans.why[3] == _one(P[3], Q[3], n) == "products underflow"
-    assert plans.why[4] == _one(P[4], Q[4], n) and plans.why[4].startswith("min: not a rule")
+    tiny = _one(P[4], Q[4], n)
+    assert plans.why[4] == tiny and tiny.startswith("min, relay 0.9: ")  # heavy receiver
+    assert "; min: not a rule" in tiny and "; bottom: not a rule" in tiny
     assert plans.scale.tolist() == [0, 0, 0, 0, 146]
-    for b in (0, 1):
+    for b in (0, 1, 2):
         _check_rule(plans, b)
         one = _one(P[b], Q[b], n)
         assert abs(float(plans.alpha[b]) - one.acceptance) <= 1e-12

@@ -16,6 +16,7 @@ from mdsd_ot.synthetic import synthetic_pair
 from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal, build_plan
 from mdsd_ot.verifiers.chain.pairs import (
+    RELAY_SHARES,
     _inflow,
     _outflow,
     _rank_one,
@@ -114,6 +115,63 @@ def test_rank_one_is_exact_for_a_product_kernel():
         assert np.sum(np.maximum(s - T, 0.0)) <= 1e-13 * V
 
 
+def test_rank_one_with_a_relay_is_exact_for_a_product_kernel():
+    """Theorem 6′: two drafts (a product kernel), the heaviest receiver with E' > 0 below it
+    relays a share ρ of that cut's flow.  The relay-aware rank-one θ and one receiver step
+    g = (δ + γ) e_n / In give T = s on every slot and the relay hands over exactly γ."""
+    rng = np.random.default_rng(21)
+    used = 0
+    for _ in range(120):
+        V = int(rng.integers(5, 60))
+        p, q = _heavy_receiver_row(rng, V)
+        o = chain_order(p, q)
+        qs, ps = q[o], p[o]
+        e = cp_levels(qs, 2)
+        en = e[2][-1]
+        D = qs * e[1][:-1] / en
+        F = np.r_[0.0, np.cumsum(ps) - e[2][1:] / en]
+        S = np.minimum.accumulate(F[::-1])[::-1]
+        E = np.r_[np.maximum(F[:-1] - S[1:], 0.0), 0.0]
+        s = D + E[1:] - E[:-1]
+        Ep = E - np.minimum.accumulate(E)
+        Ep[0] = Ep[-1] = 0.0
+        cuts = np.flatnonzero(Ep == 0.0)
+        blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
+        delta = Ep[:-1] - Ep[1:]
+        cand = np.flatnonzero((delta < 0) & (Ep[:-1] > 0))
+        if not cand.size:
+            continue
+        r = int(cand[np.argmax(qs[cand])])
+        for rho in (0.3, 0.9):
+            give = np.zeros(V)
+            give[r] = rho * Ep[r]
+            theta = _rank_one(qs, e, 2, Ep, give)
+            assert theta[r] > 0
+            In = _inflow(qs, e, 2, blocks, theta)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g = np.where(In > 0, (np.maximum(-delta, 0.0) + give) * en / In, 0.0)
+            Out = _outflow(qs, e, 2, blocks, g)
+            T = D + (g * In - theta * Out) / en
+            assert np.sum(np.maximum(s - T, 0.0)) <= 1e-13 * V
+            assert theta[r] * Out[r] / en == pytest.approx(give[r], rel=1e-10)
+        used += 1
+    assert used >= 15, used
+
+
+def _heavy_receiver_row(rng, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """A draft with one heavy token (q 0.3-0.9) that the target prefers more still (p higher
+    by 0.02-0.3): the shape where the separable design is not a rule (§11, relays)."""
+    h = float(rng.uniform(0.3, 0.9))
+    q = rng.dirichlet(np.full(V, 0.7))
+    q = q * (1 - h) / q.sum()
+    q[0] = h
+    ph = min(0.99, h + float(rng.uniform(0.02, 0.3)))
+    p = rng.dirichlet(np.full(V, 0.7))
+    p = p * (1 - ph) / p.sum()
+    p[0] = ph
+    return p, q
+
+
 def _rational(x: np.ndarray) -> list[Fraction]:
     fr = [Fraction(float(v)).limit_denominator(10**12) for v in x]
     return [v / sum(fr) for v in fr]
@@ -156,6 +214,45 @@ def test_exact_law_is_p_and_close_to_the_float_law():
         a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
         assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
     assert used >= 15, used
+
+
+def test_relay_plans_are_exactly_lossless():
+    """Heavy-receiver rows (V = 5-8, n = 3, 4, rational input) whose plan is ``cp-pair`` with a
+    relay: every draft set hands over with probability at most 1, the exact output law
+    (Fractions) is p, the exact selection law is within the plan's law error of the float
+    one, the acceptance within 1e-8 of α*, and the relay is the heaviest token."""
+    rng = np.random.default_rng(5)
+    used = 0
+    for trial in range(200):
+        V = int(rng.integers(5, 9))
+        n = int(rng.integers(3, min(V, 5)))
+        p, q = (_rational(x) for x in _heavy_receiver_row(rng, V))
+        law = drafts.ConditionalPoisson([str(x) for x in q], n)
+        pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
+        plan = build_plan(pf / pf.sum(), qf / qf.sum(), n, "cp-pair")
+        if plan.construction != "cp-pair" or "relay" not in plan.info:
+            continue
+        used += 1
+        assert plan.info["relay"]["share"] in RELAY_SHARES
+        r = int(np.flatnonzero(plan.order == plan.info["relay"]["token"])[0])  # its slot
+        assert plan.pair.theta[r] > 0 and plan.pair.g[r] > 0  # it both gives and receives
+        slots = np.arange(V)
+        for S in itertools.combinations(slots[qf[plan.order] > 0], n):
+            y = max(S)
+            assert plan.pair.hand_over(np.full(n, y), np.array(S)).sum() <= 1.0, (trial, S)
+        v = ChainOptimal(law)
+        out, acc = v.exact([str(x) for x in p])
+        assert all(out[i] == p[i] for i in range(V)), trial
+        ctx = v._setup(p, law, True)
+        T = np.empty(V)
+        T[plan.order] = plan.T
+        exact_T = np.array([float(x) for x in ctx.selection])
+        assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
+        a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
+        assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+        if used == 12:
+            break
+    assert used == 12, used
 
 
 @pytest.mark.parametrize(
@@ -226,6 +323,35 @@ def test_draws_at_a_real_vocabulary(n):
     assert cert["law_error"] <= 1e-9 and cert["hold_back"] in ("min", "bottom")
     assert 0 < cert["set_sum"] < 1 and cert["shortfall"] <= 1e-9 and "pair" not in cert
     g = np.random.default_rng([8, n])
+    out, acc = v.sample(p, sample_drafts(law, g, 50_000), g)
+    assert g_test_pvalue(out, p) > 1e-4
+    se = float(np.sqrt(cert["acceptance"] * (1 - cert["acceptance"]) / len(acc)))
+    assert abs(float(acc.mean()) - cert["acceptance"]) <= 4 * se + 1e-9
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_a_confident_target_at_a_real_vocabulary(n):
+    """V = 20,000, a draft with one token of mass 0.7 that the target gives 0.8 (the common
+    shape of a small draft against a large target): neither target path is a rule, the relay
+    is; ε <= 1e-9, and 50,000 draws pass the G-test against p with an acceptance within 4
+    standard errors of the certified one."""
+    V = 20_000
+    g = np.random.default_rng([9, n])
+    z = g.standard_normal(V) * 2.0
+    q = np.exp(z)
+    q[0] = 0.0
+    q = q / q.sum() * 0.3
+    q[0] = 0.7
+    p = np.exp(z + g.standard_normal(V))
+    p[0] = 0.0
+    p = p / p.sum() * 0.2
+    p[0] = 0.8
+    law = drafts.ConditionalPoisson(q, n)
+    v = ChainOptimal(law)
+    cert = v.certificate(p)
+    assert cert["construction"] == "cp-pair" and cert["relay"]["token"] == 0
+    assert cert["relay"]["share"] > 0 and 0 <= cert["eps"] <= 1e-9
+    assert cert["law_error"] <= 1e-9 and 0 < cert["set_sum"] < 1
     out, acc = v.sample(p, sample_drafts(law, g, 50_000), g)
     assert g_test_pvalue(out, p) > 1e-4
     se = float(np.sqrt(cert["acceptance"] * (1 - cert["acceptance"]) / len(acc)))

@@ -212,23 +212,33 @@ def test_no_retry_where_the_first_design_converges():
 
 
 def _cold_peaked_row():
-    """V = 300, T = 0.3, seed 5 (heaviest q 0.97), conditional Poisson n = 3: every run stops
-    above the tolerance, the scaled one at ε ≈ 7.3e-5 (proofs/optimal_verifier.md §4.4)."""
+    """V = 300, T = 0.3, seed 5 (heaviest q 0.97), conditional Poisson n = 3: every run of the
+    ``cp-swap`` design stops above the tolerance, the scaled one at ε ≈ 7.3e-5
+    (proofs/optimal_verifier.md §4.4).  The heaviest token is a receiver; since 2026-12-07 the
+    verifier takes ``cp-pair`` with that token as a relay there (§11)."""
     return synthetic_pair(300, 0.3, np.random.default_rng(5), noise=1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="cold peaked row: the design stops at 7.3e-5, §4.4")
-def test_known_stall_cold_peaked_row():
+def test_the_verifier_serves_the_cold_peaked_row_with_a_relay():
     p, q = _cold_peaked_row()
     cert = ChainOptimal(drafts.ConditionalPoisson(q, 3)).certificate(p)
-    assert cert["eps"] <= 1e-6
+    assert cert["construction"] == "cp-pair" and cert["relay"]["token"] == int(np.argmax(q))
+    assert 0 <= cert["eps"] <= 1e-9 and cert["law_error"] <= 1e-10
+
+
+@pytest.mark.xfail(strict=True, reason="cold peaked row: the cp-swap design stops at 7.3e-5, §4.4")
+def test_known_stall_cold_peaked_row():
+    p, q = _cold_peaked_row()
+    plan = build_plan(p, q, 3, "cp-swap")
+    assert float(fast.alpha_star(p, drafts.ConditionalPoisson(q, 3))) - plan.acceptance <= 1e-6
 
 
 def test_known_stall_cold_peaked_row_stays_lossless_with_a_certified_bound():
     p, q = _cold_peaked_row()
-    cert = ChainOptimal(drafts.ConditionalPoisson(q, 3)).certificate(p)
-    assert cert["retry"]["kept"] == "first" and 1e-5 < cert["eps"] < 1e-3  # reported, not hidden
-    assert cert["law_error"] <= 1e-10 and cert["acceptance"] <= cert["alpha_star"]
+    plan = build_plan(p, q, 3, "cp-swap")
+    eps = float(fast.alpha_star(p, drafts.ConditionalPoisson(q, 3))) - plan.acceptance
+    assert plan.info["retry"]["kept"] == "first" and 1e-5 < eps < 1e-3  # reported, not hidden
+    assert plan.law_error <= 1e-10
 
 
 def test_patient_run_breaks_through_a_slow_plateau():

@@ -57,7 +57,16 @@ from ...fast import _backend as bk
 from ...fast.order import ratio_order
 from .batched_draws import _first_above, _gather_flat, _generator, _uniforms
 from .batched_plans import U, _dev, _flip, _ranks, transfer_path
-from .pairs import _NOISE, HOLD_BACK, PAIR_ITERATIONS, PAIR_TOL, SET_MARGIN
+from .pairs import (
+    _NOISE,
+    HEAVY_RECEIVER,
+    PAIR_ITERATIONS,
+    PAIR_TOL,
+    PAIR_TRIES,
+    PAIR_TRIES_HEAVY,
+    SET_MARGIN,
+    try_name,
+)  # fmt: skip
 from .plan import CP_UNDERFLOW_BITS, UNCERTIFIED
 
 __all__ = ["PairRowPlans", "pair_rows", "sample_pair_rows"]
@@ -121,6 +130,10 @@ class PairRowPlans:
     flows : (B,)
         :math:`\sum D + \sum (g\,\mathrm{In}^G + \theta\,\mathrm{Out}^G) / e_n`, the mass the
         law error bound is proportional to.
+    relay : list of (dict or None)
+        Per fitted row whose design has a relay (the heaviest receiver also hands over,
+        proofs/optimal_verifier.md §11), ``{"token": id, "share": ρ}`` as in the one-position
+        plan's ``info["relay"]``; None otherwise.
 
     Examples
     --------
@@ -153,6 +166,7 @@ class PairRowPlans:
     en: Any
     flows: Any
     scale: Any = None
+    relay: list | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -410,21 +424,27 @@ def _segments(Ep: Any) -> _Segments:
     return _Segments(lo, hi)
 
 
-def _rank_one(qs: Any, e: Any, n: int, Ep: Any) -> Any:
+def _rank_one(qs: Any, e: Any, n: int, Ep: Any, give: Any = None) -> Any:
     r"""θ of the product model (:func:`.pairs._rank_one`) on every row: :math:`\log G` steps by
-    :math:`\log(E'_{c+1}/E'_c)` at receivers with :math:`E'_c > 0`, one running sum over the row
-    (0 outside the blocks), :math:`\theta_y = \Delta_y / (q_y e_{n-2}(H_y) G_y)` at givers."""
+    :math:`\log(E'_{c+1}/(E'_c - \gamma_c))` at receivers with :math:`E'_c > 0` (γ = ``give``,
+    > 0 at a relay only), one running sum over the row (0 outside the blocks),
+    :math:`\theta_y = \Delta_y / (q_y e_{n-2}(H_y) G_y)` at givers and
+    :math:`\gamma / (q\, e_{n-2} G)` at a relay, G on the cut below it."""
     xp = bk.namespace(qs)
     zero = xp.zeros_like(qs)
+    gam = zero if give is None else give
     d = Ep[:, :-1] - Ep[:, 1:]
     rec = (d < 0) & (Ep[:, :-1] > 0)
-    ratio = Ep[:, 1:] / xp.where(rec, Ep[:, :-1], xp.ones_like(qs))
+    ratio = Ep[:, 1:] / xp.where(rec, Ep[:, :-1] - gam, xp.ones_like(qs))
     step = xp.where(rec, xp.log(xp.where(rec, ratio, xp.ones_like(qs))), zero)
     logG = xp.cumulative_sum(step, axis=-1)
     logG = logG - logG[:, -1:]
     giv = d > 0
-    den = qs * e[:, n - 2, :-1] * xp.exp(logG)
-    return xp.where(giv, d / xp.where(giv, den, xp.ones_like(den)), zero)
+    rel = gam > 0
+    a = qs * e[:, n - 2, :-1]
+    den = a * xp.exp(xp.where(rel, logG - step, logG))
+    num = xp.where(rel, gam, d)
+    return xp.where(giv | rel, num / xp.where(giv | rel, den, xp.ones_like(den)), zero)
 
 
 @dataclass
@@ -435,13 +455,29 @@ class _Design:
     short: Any
     worst: Any
     iters: Any
-    started: Any  # rank-one start finite
+    started: Any  # rank-one start finite (and, with a relay share, a receiver to relay)
     block: Any
+    relay: Any  # a receiver to relay (all True without a relay share)
+    relay_slot: Any  # its slot (0 where none)
 
 
-def _scale(qs, e, en, n, D, s, Ep, live, tol) -> _Design:
+def _empty_design(qs: Any) -> _Design:
+    """A full-size :class:`_Design` that no row has reached yet (the rows each try serves are
+    put into it): θ = g = T = 0, shortfall ∞, not started."""
+    xp = bk.namespace(qs)
+    zero = xp.zeros_like(qs)
+    col = zero[:, 0]
+    slot = xp.astype(col, xp.int64)
+    return _Design(zero, zero, zero, col + math.inf, col, col, col > 0, xp.astype(zero, xp.int64),
+                   col > 0, slot)  # fmt: skip
+
+
+def _scale(qs, e, en, n, D, s, Ep, live, tol, share: float = 0.0) -> _Design:
     """The scaling of :func:`.pairs._scaled` on every row of a sub-batch (``live``: rows whose
-    levels are usable), each row keeping its best step; stops when every row has stopped."""
+    levels are usable), each row keeping its best step; stops when every row has stopped.
+    ``share`` > 0: each row's heaviest receiver with E' > 0 below it relays that share of the
+    flow across that cut (its θ fixed at the start, its g covering what it hands over); rows
+    without such a receiver do not start (``_Design.relay`` False)."""
     xp = bk.namespace(qs)
     zero = xp.zeros_like(qs)
     seg = _segments(Ep)
@@ -449,8 +485,18 @@ def _scale(qs, e, en, n, D, s, Ep, live, tol) -> _Design:
     noise = _NOISE * xp.max(Ep, axis=-1, keepdims=True)
     sig = xp.where(delta > noise, delta, zero)
     dem = xp.where(delta < -noise, -delta, zero)
-    theta = _rank_one(qs, e, n, Ep)
-    started = xp.all(xp.isfinite(theta), axis=-1)
+    give = zero
+    onehot = xp.zeros_like(qs) > 0
+    has_relay = zero[:, 0] == 0.0  # all True: no relay asked for
+    if share:
+        cand = (dem > 0) & (Ep[:, :-1] > 0)
+        r = xp.argmax(xp.where(cand, qs, xp.full_like(qs, -1.0)), axis=-1)
+        onehot = (bk.arange_like(Ep, qs.shape[-1])[None, :] == r[:, None]) & cand
+        has_relay = xp.any(onehot, axis=-1)
+        give = xp.where(onehot, share * Ep[:, :-1], zero)
+    theta = _rank_one(qs, e, n, Ep, give)
+    th_relay = xp.where(onehot, theta, zero)
+    started = xp.all(xp.isfinite(theta), axis=-1) & has_relay
     active = live & started
     en2 = en[:, None]
     inf = xp.full_like(en, math.inf)
@@ -458,9 +504,12 @@ def _scale(qs, e, en, n, D, s, Ep, live, tol) -> _Design:
     best_short = inf
     iters = xp.zeros_like(en)
     hist = []
+    Out = zero
     for it in range(PAIR_ITERATIONS):
         In = _inflow(qs, e, n, seg, theta)
-        g = xp.where(In > 0, dem * en2 / xp.where(In > 0, In, xp.ones_like(In)), zero)
+        if share and it:  # what the relay hands over with the last g
+            give = xp.where(onehot, th_relay * Out / en2, zero)
+        g = xp.where(In > 0, (dem + give) * en2 / xp.where(In > 0, In, xp.ones_like(In)), zero)
         Out = _outflow(qs, e, n, seg, g)
         T = D + (g * In - theta * Out) / en2
         short = xp.sum(xp.maximum(s - T, zero), axis=-1)
@@ -481,13 +530,15 @@ def _scale(qs, e, en, n, D, s, Ep, live, tol) -> _Design:
         if not more[0]:
             break
         theta = xp.where(Out > 0, sig * en2 / xp.where(Out > 0, Out, xp.ones_like(Out)), zero)
+        theta = xp.where(onehot, th_relay, theta)
     theta, g, T = best
     ok = started & (best_short <= tol)
     longest = int(bk.to_host(xp.max(seg.hi - seg.lo, axis=-1))[0].max(initial=1))
     worst = _set_sums(
         xp.where(ok[:, None], theta, zero), xp.where(ok[:, None], g, zero), qs, n, seg.lo, longest
     )
-    return _Design(theta, g, T, best_short, worst, iters, started, seg.lo)
+    relay_slot = xp.argmax(xp.astype(onehot, qs.dtype), axis=-1)
+    return _Design(theta, g, T, best_short, worst, iters, started, seg.lo, has_relay, relay_slot)
 
 
 def pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
@@ -624,45 +675,70 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
         elif not finite_h[b]:
             why[b] = "elementary symmetric levels out of range"
     tol = PAIR_TOL + 1e-15 * V
-    hold_of = np.full(B, -1)
+    # per row its order of tries (pairs.pair_plan): heavy-receiver rows try a relay first
+    rec = s > D
+    top_rec = xp.max(xp.where(rec, qs, xp.zeros_like(qs)), axis=-1)
+    (heavy_h,) = bk.to_host(top_rec >= HEAVY_RECEIVER * xp.sum(qs, axis=-1))
+    heavy_h = np.asarray(heavy_h).astype(bool)
+    order_of = [PAIR_TRIES_HEAVY if heavy_h[b] else PAIR_TRIES for b in range(B)]
+    chosen: list = [None] * B  # the (target path, relay share) that fits, per row
     reasons: list[list[str]] = [[] for _ in range(B)]
-    out = _scale(qd, e, safe_en, n, D, s, _targets(E, HOLD_BACK[0]), live, tol)
-    rows = np.arange(B)
-    d = out
-    for h, hold in enumerate(HOLD_BACK):
-        if h > 0:  # the rows the previous path did not serve, as a sub-batch
-            idx = _index(qs, rows)
-            sub = [_take(x, idx) for x in (qd, e, safe_en, D, s, E, live)]
-            d = _scale(*sub[:3], n, *sub[3:5], _targets(sub[5], hold), sub[6], tol)
-        st, sh, wo = (np.asarray(x) for x in bk.to_host(d.started, d.short, d.worst))
-        st = st.astype(bool)  # to_host reads tensors as float64
-        good = st & (sh <= tol) & (wo <= 1.0 - SET_MARGIN)
-        for j, b in enumerate(rows):
-            if why[b] is not None:
-                good[j] = False
-                continue
-            if not st[j]:
-                r = "rank-one start out of range"
-            elif not np.isfinite(sh[j]):
-                r = "scaling out of range"
-            elif sh[j] > tol:
-                r = f"scaling stopped at a shortfall of {sh[j]:.3g}"
-            elif not good[j]:
-                r = f"not a rule: a draft set would hand over with probability {wo[j]:.6g}"
-            else:
-                hold_of[b] = h
-                continue
-            reasons[b].append(f"{hold}: {r}" if len(HOLD_BACK) > 1 else r)
-        keep = np.flatnonzero(good)
-        if h > 0 and len(keep):
-            got, dst = _index(qs, keep), _index(qs, rows[keep])
-            for name in ("theta", "g", "T", "short", "worst", "iters", "started", "block"):
-                setattr(out, name, _put(getattr(out, name), dst, _take(getattr(d, name), got)))
-        rows = rows[~good & np.array([why[b] is None for b in rows], dtype=bool)]
-        if len(rows) == 0:
+    out = None
+    pending = np.arange(B)
+    for h in range(len(PAIR_TRIES)):
+        groups: dict[tuple[str, float], list[int]] = {}
+        for b in pending:  # a relay only while every earlier try failed the rule check
+            t = order_of[b][h]
+            if not t[1] or all("not a rule" in r for r in reasons[b]):
+                groups.setdefault(t, []).append(int(b))
+        served = set()
+        stopped = {int(b) for b in pending} - {b for g in groups.values() for b in g}
+        for (hold, share), members in groups.items():
+            rows = np.array(members)
+            if out is None and len(rows) == B:
+                d = out = _scale(qd, e, safe_en, n, D, s, _targets(E, hold), live, tol, share)
+            else:  # the rows this try serves, as a sub-batch
+                if out is None:  # a full-size design to put the sub-batches' rows into
+                    out = _empty_design(qs)
+                idx = _index(qs, rows)
+                sub = [_take(x, idx) for x in (qd, e, safe_en, D, s, E, live)]
+                d = _scale(*sub[:3], n, *sub[3:5], _targets(sub[5], hold), sub[6], tol, share)
+            st, sh, wo, rl = (
+                np.asarray(x) for x in bk.to_host(d.started, d.short, d.worst, d.relay)
+            )
+            st, rl = st.astype(bool), rl.astype(bool)  # to_host reads tensors as float64
+            good = st & (sh <= tol) & (wo <= 1.0 - SET_MARGIN)
+            for j, b in enumerate(rows):
+                if why[b] is not None:
+                    good[j] = False
+                    served.add(int(b))
+                    continue
+                if not rl[j]:
+                    r = "no receiver to relay"
+                elif not st[j]:
+                    r = "rank-one start out of range"
+                elif not np.isfinite(sh[j]):
+                    r = "scaling out of range"
+                elif sh[j] > tol:
+                    r = f"scaling stopped at a shortfall of {sh[j]:.3g}"
+                elif not good[j]:
+                    r = f"not a rule: a draft set would hand over with probability {wo[j]:.6g}"
+                else:
+                    chosen[b] = (hold, share)
+                    served.add(int(b))
+                    continue
+                reasons[b].append(f"{try_name(hold, share)}: {r}")
+            keep = np.flatnonzero(good)
+            if d is not out and len(keep):
+                got, dst = _index(qs, keep), _index(qs, rows[keep])
+                for name in ("theta", "g", "T", "short", "worst", "iters", "started", "block",
+                             "relay_slot"):  # fmt: skip
+                    setattr(out, name, _put(getattr(out, name), dst, _take(getattr(d, name), got)))
+        pending = np.array([b for b in pending if b not in served and b not in stopped], dtype=int)
+        if len(pending) == 0:
             break
     for b in range(B):
-        if why[b] is None and hold_of[b] < 0:
+        if why[b] is None and chosen[b] is None:
             why[b] = "; ".join(reasons[b])
     theta, g, T = out.theta, out.g, out.T
     zero = xp.zeros_like(qs)
@@ -671,21 +747,28 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     # sum_k g_k In^G_k = sum_y theta_y Out^G_y (both the total of theta_y g_x M^G(y, x) e_n)
     flows = xp.sum(D, axis=-1) + 2.0 * xp.sum(g * _inflow(qd, e, n, None, theta), axis=-1) / safe_en
     law_error = _law_error(n, V, flows, safe_en, xp.max(g, axis=-1), xp.max(theta, axis=-1))
-    fitted = _index(qs, np.flatnonzero(hold_of >= 0))
+    fitted = _index(qs, np.array([b for b in range(B) if chosen[b] is not None], dtype=int))
     fits = _put(xp.zeros_like(under), fitted, xp.ones_like(under[fitted]))
     fits = fits & (law_error <= UNCERTIFIED)
     (err_h,) = bk.to_host(law_error)
     hold_back: list = [None] * B
+    relay: list = [None] * B
+    relayed = any(c is not None and c[1] for c in chosen)
+    if relayed:  # the relays' token ids: one gather on the device, one read
+        (tok_h,) = bk.to_host(bk.take_rows(order, xp.reshape(out.relay_slot, (-1, 1))))
     for b in range(B):
-        if hold_of[b] >= 0:
+        if chosen[b] is not None:
             if not err_h[b] <= UNCERTIFIED:
                 why[b] = f"law error bound {err_h[b]:.3g} above {UNCERTIFIED:g}"
-            else:
-                hold_back[b] = HOLD_BACK[hold_of[b]]
+                continue
+            hold, share = chosen[b]
+            hold_back[b] = hold
+            if share:
+                relay[b] = {"token": int(tok_h[b][0]), "share": share}
     iters = xp.astype(out.iters, xp.int64)
     return PairRowPlans(
         n, order, rank, ps, qs, D, s, theta, g, out.block, T, acc, alpha, law_error, fits, why,
-        out.short, out.worst, iters, hold_back, en, flows, k,
+        out.short, out.worst, iters, hold_back, en, flows, k, relay,
     )  # fmt: skip
 
 

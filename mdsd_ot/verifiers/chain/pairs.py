@@ -48,7 +48,10 @@ from ...drafts.sampling import scale_exponent
 from ._passes import kernels
 from .pieces import cp_levels
 
-__all__ = ["PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS", "PAIR_TOL"]
+__all__ = [
+    "PairRule", "pair_plan", "pair_flows", "set_sums", "PAIR_ITERATIONS", "PAIR_TOL",
+    "RELAY_SHARES", "PAIR_TRIES", "PAIR_TRIES_HEAVY", "heavy_receiver",
+]  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).smallest_subnormal)
@@ -67,6 +70,11 @@ PAIR_ITERATIONS: int = 40
 #: :math:`10^{-15} V` (its floating-point floor at V = 152,064 is about 1.5e-12); a design that
 #: does not get there is not used.
 PAIR_TOL: float = 1e-10
+
+#: Where neither target path gives a rule, the plan tries again with the heaviest receiver as
+#: a *relay* (it also hands over, this share of the flow across the cut below it), with these
+#: shares in order (proofs/optimal_verifier.md §11, "Relays").
+RELAY_SHARES: tuple[float, ...] = (0.9, 0.97)
 
 #: The n - 1 largest :math:`\lambda(y, \cdot)` of a giver must sum to at most ``1 - SET_MARGIN``
 #: (the sampler adds them in floating point).
@@ -222,25 +230,33 @@ def _blocks(Ep: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(cuts[wide].tolist(), cuts[wide + 1].tolist(), strict=True))
 
 
-def _rank_one(qs: np.ndarray, e: list[np.ndarray], n: int, Ep: np.ndarray) -> np.ndarray:
+def _rank_one(
+    qs: np.ndarray, e: list[np.ndarray], n: int, Ep: np.ndarray, give: np.ndarray | None = None
+) -> np.ndarray:
     r"""θ of the product model :math:`M(y, x) \approx a_y q_x`, :math:`a_y = q_y e_{n-2}(H_y)`
     (Theorem 6), on a span of blocks (``Ep`` on its cuts): :math:`\log G_{c+1} = \log G_c +
     \log(E'_{c+1}/E'_c)` at the receivers above a block's bottom slot, :math:`\theta_y =
     \Delta_y / (a_y G_y)` at the givers.  G is one running product over the span: a constant
     factor per block, which the scaling's first step takes out (:math:`\lambda = \theta g` is
-    the same for :math:`(\kappa\theta, g/\kappa)` within a block)."""
+    the same for :math:`(\kappa\theta, g/\kappa)` within a block).  ``give`` (by slot, > 0 at
+    the relays: receivers that also hand over ``give`` below them, ``give < E'`` on the cut
+    below) changes a relay's step to :math:`\log(E'_{c+1}/(E'_c - \gamma))` and gives it
+    :math:`\theta = \gamma / (a\, G_c)`, G on the cut below it (Theorem 6′)."""
     d = Ep[:-1] - Ep[1:]
     step = np.zeros(len(d))
     rec = np.flatnonzero((d < 0) & (Ep[:-1] > 0))  # receivers with a cut of E' > 0 below
+    gam = np.zeros(len(d)) if give is None else give
     with np.errstate(divide="ignore", invalid="ignore"):
-        step[rec] = np.log(Ep[rec + 1] / Ep[rec])
+        step[rec] = np.log(Ep[rec + 1] / (Ep[rec] - gam[rec]))
     logG = np.cumsum(step)  # log G at the cut above each slot
     logG -= logG[-1] if len(logG) else 0.0
     giv = np.flatnonzero(d > 0)
+    rel = np.flatnonzero(gam > 0)
     theta = np.zeros(len(d))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         G = np.exp(logG[giv])  # a giver leaves G unchanged: the cut below has the same G
         theta[giv] = d[giv] / (qs[giv] * e[n - 2][giv] * G)
+        theta[rel] = gam[rel] / (qs[rel] * e[n - 2][rel] * np.exp(logG[rel] - step[rel]))
     return theta  # a non-finite θ (a giver with nothing below it to hand to) is refused
 
 
@@ -277,15 +293,19 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     np.minimum(s, ps, out=s)
     np.maximum(s, 0.0, out=s)
     reasons = []
-    for hold in HOLD_BACK:
-        out = _scaled(qs, e, n, D, s, _targets(E, hold))
-        if isinstance(out, str):
-            reasons.append(f"{hold}: {out}" if len(HOLD_BACK) > 1 else out)
-            continue
-        theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst = out
-        break
-    else:
+    design = None
+    tries = PAIR_TRIES_HEAVY if heavy_receiver(q[order], D, s) else PAIR_TRIES
+    for hold, share in tries:
+        if share and not all("not a rule" in r for r in reasons):
+            break  # relays make a rule of hand-overs that ask too much, nothing else
+        out = _scaled(qs, e, n, D, s, _targets(E, hold), share)
+        if not isinstance(out, str):
+            design = out
+            break
+        reasons.append(f"{try_name(hold, share)}: {out}")
+    if design is None:
         return "; ".join(reasons)
+    theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst, relay = design
     # a-priori rounding bound (§11): every level, flow and D is a sequential sum of
     # non-negative terms, n cumulative sums of at most V + 1 terms deep, times e_n; products
     # below the normal range add an absolute error
@@ -313,14 +333,19 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
         iterations=len(hist), shortfall=min(hist), history=hist, set_sum=worst,
         blocks=len(blocks), hold_back=hold, prefix_error=q_err,
     )  # fmt: skip
+    if relay is not None:  # the relay's token id and its share of the flow below it
+        plan.info["relay"] = {"token": int(order[relay]), "share": share}
     if reasons:
         plan.info["pair_retry"] = reasons
     return plan
 
 
-def _scaled(qs, e, n, D, s, Ep):
+def _scaled(qs, e, n, D, s, Ep, share: float = 0.0):
     """The scaling of :func:`pair_plan` for the targets ``Ep`` (E' on the cuts): (θ, g, In,
-    Out, T on the blocks' span, Ep, blocks, lo, hi, shortfalls, largest set sum), or why not."""
+    Out, T on the blocks' span, Ep, blocks, lo, hi, shortfalls, largest set sum, the relay's
+    slot or None), or why not.  ``share`` > 0: the heaviest receiver with E' > 0 on the cut
+    below it relays that share of that cut's flow; its θ stays at the product model's value
+    and its g also covers what it hands over (g In = δ' e_n + θ Out at the relay)."""
     V = len(qs)
     en = float(e[n][-1])
     Ep[0] = Ep[-1] = 0.0
@@ -333,9 +358,18 @@ def _scaled(qs, e, n, D, s, Ep):
     noise = _NOISE * float(Ep.max(initial=0.0))  # rounding of E: no hand-over for it
     sig = np.where(delta > noise, delta, 0.0)
     dem = np.where(delta < -noise, -delta, 0.0)
-    theta = _rank_one(ql, el, n, Ep[lo : hi + 1])
+    give = np.zeros(hi - lo)
+    relay = None
+    if share:
+        cand = np.flatnonzero((dem > 0) & (Ep[lo:hi] > 0))
+        if not cand.size:
+            return "no receiver to relay"
+        r = int(cand[np.argmax(ql[cand])])
+        relay, give[r] = lo + r, share * float(Ep[lo + r])
+    theta = _rank_one(ql, el, n, Ep[lo : hi + 1], give)
     if not np.all(np.isfinite(theta)):
         return "rank-one start out of range"
+    th_relay = theta[relay - lo] if relay is not None else 0.0
     outside = float(
         np.sum(np.maximum(s[:lo] - D[:lo], 0.0)) + np.sum(np.maximum(s[hi:] - D[hi:], 0.0))
     )
@@ -346,10 +380,12 @@ def _scaled(qs, e, n, D, s, Ep):
     g = np.zeros(hi - lo)
     In = Out = T = g
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(PAIR_ITERATIONS if blocks else 1):
+        for it in range(PAIR_ITERATIONS if blocks else 1):
             if blocks:
                 In = _inflow(ql, el, n, local, theta)
-                g = np.where(In > 0, dem * en / In, 0.0)
+                if relay is not None and it:  # what the relay hands over with the last g
+                    give[relay - lo] = th_relay * Out[relay - lo] / en
+                g = np.where(In > 0, (dem + give) * en / In, 0.0)
                 Out = _outflow(ql, el, n, local, g)
                 T = Dl + (g * In - theta * Out) / en
             short = outside + float(np.sum(np.maximum(sl - T, 0.0)))
@@ -361,6 +397,8 @@ def _scaled(qs, e, n, D, s, Ep):
             if short <= tol or (len(hist) > 3 and short > 0.5 * hist[-4]):
                 break
             theta = np.where(Out > 0, sig * en / Out, 0.0)
+            if relay is not None:
+                theta[relay - lo] = th_relay
     if best is None:
         return "scaling out of range"
     short, theta, g, In, Out, T = best
@@ -369,12 +407,51 @@ def _scaled(qs, e, n, D, s, Ep):
     worst = set_sums(theta, g, ql, n, local)
     if not worst <= 1.0 - SET_MARGIN:
         return f"not a rule: a draft set would hand over with probability {worst:.6g}"
-    return theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst
+    return theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst, relay
 
 
-#: The ways the bottom block's surplus 1 - α* is left with the givers (:func:`_targets`),
-#: tried in this order until the scaled hand-overs are a rule.
+#: The ways the bottom block's surplus 1 - α* is left with the givers (:func:`_targets`).
 HOLD_BACK: tuple[str, ...] = ("min", "bottom")
+
+#: The designs :func:`pair_plan` tries, in order, until the scaled hand-overs are a rule:
+#: (target path, relay share).  The first relay comes right after the first path: where a
+#: heavy receiver breaks the rule, the second path breaks it the same way (measured), and every
+#: try costs a scaling.  A relay is tried only while every earlier try failed the rule check.
+PAIR_TRIES: tuple[tuple[str, float], ...] = (
+    (HOLD_BACK[0], 0.0), (HOLD_BACK[0], RELAY_SHARES[0]),
+    *((hold, 0.0) for hold in HOLD_BACK[1:]), *((HOLD_BACK[0], r) for r in RELAY_SHARES[1:]),
+)  # fmt: skip
+
+
+#: The order for rows with a *heavy receiver* (:func:`heavy_receiver`): the first relay first,
+#: since the plain design is then almost never a rule (measured) and every try costs a scaling.
+PAIR_TRIES_HEAVY: tuple[tuple[str, float], ...] = (
+    PAIR_TRIES[1], PAIR_TRIES[0], *PAIR_TRIES[2:],
+)  # fmt: skip
+
+#: A receiver with at least this share of the draft's mass is heavy (:func:`heavy_receiver`).
+HEAVY_RECEIVER: float = 0.5
+
+
+def heavy_receiver(qs: np.ndarray, D: np.ndarray, s: np.ndarray) -> bool:
+    """Whether some receiver (a slot with s > D) holds at least :data:`HEAVY_RECEIVER` of the
+    draft's mass ``qs`` (by slot): it lies in most draft sets, and the plain separable design
+    then asks more than 1 of the sets that hold it and another receiver.
+
+    Examples
+    --------
+    >>> qs, D = np.array([0.2, 0.7, 0.1]), np.array([0.1, 0.5, 0.4])
+    >>> heavy_receiver(qs, D, s=np.array([0.1, 0.8, 0.1]))  # slot 1: q = 0.7, s > D
+    True
+    """
+    total = float(np.sum(qs))
+    rec = s > D
+    return bool(np.any(rec)) and float(np.max(qs[rec])) >= HEAVY_RECEIVER * total
+
+
+def try_name(hold: str, share: float) -> str:
+    """How a reason names a try of :data:`PAIR_TRIES`: ``"min"``, ``"min, relay 0.9"``."""
+    return f"{hold}, relay {share:g}" if share else hold
 
 
 def _targets(E: np.ndarray, hold: str) -> np.ndarray:

@@ -316,8 +316,9 @@ class ChainOptimal(Verifier):
         ``stream``, ``seq-swap-h`` or ``seq-swap``, as chosen per position (``seq-best`` records
         the choice; ``single`` the token ids that pick once under ``seq-swap-h``).  For
         conditional Poisson with n >= 3 it is ``cp-pair`` (``set_sum``: the largest hand-over
-        probability of a draft set; ``hold_back``: the target path used) or, where that design
-        does not fit, ``cp-swap`` with ``pair`` saying why.
+        probability of a draft set; ``hold_back``: the target path used; ``relay``: where the
+        heaviest receiver also hands over, its token id and share) or, where that design does
+        not fit, ``cp-swap`` with ``pair`` saying why.
 
         ``acceptance`` is the certified acceptance: the accepted sub-law :math:`\sum \min(s, T)`,
         a lower bound of the true acceptance (where ε > 0 the residual draw may land in the
@@ -335,7 +336,7 @@ class ChainOptimal(Verifier):
         shift = 2.0 * n * (n - 1) * slot_mass_imbalance(plan) / (plan.two_e2 or 1.0)
         extra: dict[str, Any] = {}
         keys = ("iterations", "shortfall", "pairs", "rounds", "fits", "fallback", "seq-best",
-                "single", "retry", "pair", "set_sum", "hold_back")  # fmt: skip
+                "single", "retry", "pair", "set_sum", "hold_back", "relay")  # fmt: skip
         if (plan.pieces is not None or plan.seq2 is not None or plan.pair is not None
                 or "seq-best" in plan.info):  # fmt: skip
             extra = {k: plan.info[k] for k in keys if k in plan.info}
