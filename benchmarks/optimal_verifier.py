@@ -731,8 +731,10 @@ def confident(quick: bool) -> None:
                 g = np.random.default_rng(seed)
                 t = sample_drafts(law, g, 1)
                 cells = []
-                for tries in (pairs.PAIR_TRIES, plain):
-                    saved, pairs.PAIR_TRIES = pairs.PAIR_TRIES, tries
+                for relays in (True, False):
+                    saved = pairs.PAIR_TRIES, pairs.PAIR_TRIES_HEAVY
+                    if not relays:  # the design before relays: plain tries, in one order
+                        pairs.PAIR_TRIES = pairs.PAIR_TRIES_HEAVY = plain
                     try:
                         sample_plan(build_plan(p, law.q, n, "cp-pair"), t, g)  # warm up
 
@@ -742,7 +744,7 @@ def confident(quick: bool) -> None:
                         res = _paired(run, 3, x)
                         plan = build_plan(p, law.q, n, "cp-pair")
                     finally:
-                        pairs.PAIR_TRIES = saved
+                        pairs.PAIR_TRIES, pairs.PAIR_TRIES_HEAVY = saved
                     name = plan.construction + (" (relay)" if "relay" in plan.info else "")
                     cells.append(f"{name}, {a - plan.acceptance:.1e}, {res['ratio']:.1f}")
                 print(f"   {q_top} / {p_top} | {n} | {seed} | {cells[0]} | {cells[1]}", flush=True)

@@ -224,6 +224,13 @@ def test_errors_name_the_argument():
         verify_rows(P, Q, 0, good, 0)
     out, _ = verify_rows(P.float(), Q.float(), 2, good, 0)  # float32 rows: computed in float64
     assert out.dtype == torch.int64
+    # one library for both rows, a generator that fits them, and lists taken as numpy rows
+    with pytest.raises(ValueError, match="Q: is a tensor but P is a numpy array"):
+        verify_rows(P.numpy(), Q, 2, good, 0)
+    with pytest.raises(ValueError, match="rng: a torch.Generator draws on a torch device"):
+        verify_rows(P.numpy(), Q.numpy(), 2, good.numpy(), torch.Generator())
+    out, acc = verify_rows(P.tolist(), Q.tolist(), 2, good.tolist(), 0)
+    assert isinstance(out, np.ndarray) and out.shape == acc.shape == (2,)
 
 
 def test_law_error_bound_grows_linearly():

@@ -170,6 +170,20 @@ def verify_rows(
             "construction='cp2' for two drafts"
         )
     kernel = CONSTRUCTIONS[construction]
+    P = P if bk.is_array(P) else np.asarray(P)  # lists and other sequences: numpy rows
+    Q = Q if bk.is_array(Q) else np.asarray(Q)
+    if bk.is_numpy_array(P) != bk.is_numpy_array(Q):
+        lib = ("a numpy array", "a tensor")
+        raise ValueError(
+            f"{names[1]}: is {lib[not bk.is_numpy_array(Q)]} but {names[0]} is "
+            f"{lib[not bk.is_numpy_array(P)]}; give both as numpy arrays or both as tensors "
+            "(torch.as_tensor / .numpy())"
+        )
+    if bk.is_numpy_array(P) and type(rng).__module__.startswith("torch"):
+        raise ValueError(
+            "rng: a torch.Generator draws on a torch device, but the rows are numpy arrays; "
+            "pass a numpy Generator or a seed (or give the rows as tensors)"
+        )
     if bk.is_numpy_array(P) and bk.is_numpy_array(Q):
         P2, Q2, (sp, sq) = check_numpy(P, Q, n, kernel, names)
         t = np.asarray(draft_tokens)
