@@ -51,8 +51,9 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    the construction, ε, the law's bound and the setup time.
 8. (``--pair``) the ``cp-pair`` design alone (conditional Poisson, n = 3, 4, 8): on the demo's
    real-text rows and the synthetic family (V = 2,000 and 152,064, T = 0.3-2) the rows where
-   it fits (and where it fits without relays), the rows where its scaled hand-overs are not a
-   rule (those get ``cp-swap``), the largest ε and law bound and the median design time.
+   it fits (and how many of those plans have no relay), the rows where its scaled hand-overs
+   are not a rule (those get ``cp-swap``), the largest ε and law bound and the median design
+   time.
 9. (``--seq-pair``) a study, not a construction: the separable design of section 8 on the
    *sequential* kernel M(y, x) = Pr[top(S) = y, x in S], formed densely from V runs of the
    fast solver (O(V^2); proofs/optimal_verifier.md §12), on the demo's rows (V = 256) and the
@@ -539,8 +540,8 @@ def pair_fits(quick: bool) -> None:
         "\n8. the cp-pair design (pairs.pair_plan alone, no fallback): rows where it fits, why"
         " the others do not, the largest ε and law bound where it fits, its median time"
     )
-    print("   rows | n | fits | without relays | not a rule | other | max ε | max law bound |"
-          " median time")  # fmt: skip
+    print("   rows | n | fits | of them without a relay | not a rule | other | max ε |"
+          " max law bound | median time")  # fmt: skip
 
     def rows():
         d = demo_rows(16 if quick else 64)
