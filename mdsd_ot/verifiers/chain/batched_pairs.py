@@ -594,7 +594,12 @@ def pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     both flow sums: :math:`\sum_x g_x \mathrm{In}^G_x = \sum_y \theta_y \mathrm{Out}^G_y`,
     both the total of :math:`\theta_y g_x q_y q_x e_{n-2}(H_y \setminus x)` over x < y.
     Measured on synthetic rows (V = 50-2,000, n = 3-6): β is 1.03-1.34 times the one-position
-    bound; 1.06e-9 against 1.00e-9 at V = 152,064, n = 4, T = 1.
+    bound; 1.06e-9 against 1.00e-9 at V = 152,064, n = 4, T = 1.  On rows with several blocks
+    whose θ and g differ in scale by orders of magnitude (each block's θ g is fixed, its θ and
+    g only up to a factor) the cross-block terms can inflate β far more: a review (2026-12-07)
+    measured a median of 1.09 on 199k peaked Dirichlet rows (V = 30), 0.15 % above 10 times
+    and up to 5.5e6 times, where a row can exceed ``UNCERTIFIED`` and go to the host route
+    (still exact, only slower).
 
     Where :math:`e_n(q) < 2^{-32n}` the design runs on :math:`2^k q` (``scale``), as the
     one-position plan.  A row has ``fits`` False, and ``why`` its reason in the one-position
