@@ -798,6 +798,15 @@ def _seq_sets(q: list, n: int) -> dict[tuple[int, ...], Fr]:
     return out
 
 
+def _seq_instance(rng: random.Random, n_min: int) -> tuple:
+    """A random sequential instance: n in n_min..4, V in n+1..6, positive rational q (sum T),
+    and the law of its draft sets."""
+    n = rng.randint(n_min, 4)
+    V = rng.randint(n + 1, 6)
+    q = _rv(rng, V, zeros=False)
+    return n, V, q, sum(q), _seq_sets(q, n)
+
+
 def check_seq_pair_kernel(trials: int = 60, seed: int = 15) -> dict:
     """§12: for sequential drafts (positive masses, V > n, slots in any fixed order),
     M(y, x) = Pr[top(S) = y, x in S] by enumeration of the ordered draws equals (a)
@@ -807,11 +816,7 @@ def check_seq_pair_kernel(trials: int = 60, seed: int = 15) -> dict:
     the pair rule's law by enumeration is Lemma 15's D + Σ λ M (e_x - e_y), in Fractions."""
     rng = random.Random(seed)
     for _ in range(trials):
-        n = rng.randint(2, 4)
-        V = rng.randint(n + 1, 6)
-        q = _rv(rng, V, zeros=False)
-        T = sum(q)
-        sets = _seq_sets(q, n)
+        n, V, q, T, sets = _seq_instance(rng, 2)
 
         def Q(H, sets=sets):
             return sum((w for S, w in sets.items() if set(S) <= H), Fr(0))
@@ -900,11 +905,7 @@ def check_seq_pair_rank(trials: int = 10, seed: int = 16, K: int = 36) -> dict:
     checked_a = checked_b = 0
     worst = Fr(0)
     for _ in range(trials):
-        n = rng.randint(3, 4)
-        V = rng.randint(n + 1, 6)
-        q = _rv(rng, V, zeros=False)
-        T = sum(q)
-        sets = _seq_sets(q, n)
+        n, V, q, T, sets = _seq_instance(rng, 3)
         for y in range(n - 1, V):
             W = list(range(y))
             Wa = None

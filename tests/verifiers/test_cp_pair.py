@@ -86,6 +86,25 @@ def test_set_sums_is_the_largest_hand_over_of_a_draft_set():
         assert set_sums(theta, g, qs, n, blocks) == pytest.approx(want, rel=1e-12, abs=0)
 
 
+def _two_drafts(p: np.ndarray, q: np.ndarray) -> tuple:
+    """Two conditional-Poisson drafts in chain order: q by slot, the levels, e_2, D, the
+    sub-law s, the "min" target path E' on the cuts, its blocks and increments Δ'."""
+    o = chain_order(p, q)
+    qs, ps = q[o], p[o]
+    e = cp_levels(qs, 2)
+    en = e[2][-1]
+    D = qs * e[1][:-1] / en
+    F = np.r_[0.0, np.cumsum(ps) - e[2][1:] / en]
+    S = np.minimum.accumulate(F[::-1])[::-1]
+    E = np.r_[np.maximum(F[:-1] - S[1:], 0.0), 0.0]
+    s = D + E[1:] - E[:-1]
+    Ep = E - np.minimum.accumulate(E)
+    Ep[0] = Ep[-1] = 0.0
+    cuts = np.flatnonzero(Ep == 0.0)
+    blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
+    return qs, e, en, D, s, Ep, blocks, Ep[:-1] - Ep[1:]
+
+
 def test_rank_one_is_exact_for_a_product_kernel():
     """Theorem 6: where M(y, x) = a_y q_x (two drafts: e_0 = 1) the rank-one θ and one
     receiver step g = δ / In give T = s on every slot (to rounding)."""
@@ -93,20 +112,7 @@ def test_rank_one_is_exact_for_a_product_kernel():
     for _ in range(20):
         V = int(rng.integers(5, 60))
         p, q = rng.dirichlet(np.full(V, 0.7)), rng.dirichlet(np.full(V, 0.7))
-        o = chain_order(p, q)
-        qs, ps = q[o], p[o]
-        e = cp_levels(qs, 2)
-        en = e[2][-1]
-        D = qs * e[1][:-1] / en
-        F = np.r_[0.0, np.cumsum(ps) - e[2][1:] / en]
-        S = np.minimum.accumulate(F[::-1])[::-1]
-        E = np.r_[np.maximum(F[:-1] - S[1:], 0.0), 0.0]
-        s = D + E[1:] - E[:-1]
-        Ep = E - np.minimum.accumulate(E)
-        Ep[0] = Ep[-1] = 0.0
-        cuts = np.flatnonzero(Ep == 0.0)
-        blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
-        delta = Ep[:-1] - Ep[1:]
+        qs, e, en, D, s, Ep, blocks, delta = _two_drafts(p, q)
         theta = _rank_one(qs, e, 2, Ep)
         In = _inflow(qs, e, 2, blocks, theta)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -124,20 +130,7 @@ def test_rank_one_with_a_relay_is_exact_for_a_product_kernel():
     for _ in range(120):
         V = int(rng.integers(5, 60))
         p, q = _heavy_receiver_row(rng, V)
-        o = chain_order(p, q)
-        qs, ps = q[o], p[o]
-        e = cp_levels(qs, 2)
-        en = e[2][-1]
-        D = qs * e[1][:-1] / en
-        F = np.r_[0.0, np.cumsum(ps) - e[2][1:] / en]
-        S = np.minimum.accumulate(F[::-1])[::-1]
-        E = np.r_[np.maximum(F[:-1] - S[1:], 0.0), 0.0]
-        s = D + E[1:] - E[:-1]
-        Ep = E - np.minimum.accumulate(E)
-        Ep[0] = Ep[-1] = 0.0
-        cuts = np.flatnonzero(Ep == 0.0)
-        blocks = [(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b - a > 1]
-        delta = Ep[:-1] - Ep[1:]
+        qs, e, en, D, s, Ep, blocks, delta = _two_drafts(p, q)
         cand = np.flatnonzero((delta < 0) & (Ep[:-1] > 0))
         if not cand.size:
             continue
@@ -177,6 +170,30 @@ def _rational(x: np.ndarray) -> list[Fraction]:
     return [v / sum(fr) for v in fr]
 
 
+def _check_exact(plan, p: list, q: list, n: int, trial: int) -> None:
+    """A ``cp-pair`` plan of rational rows: every draft set hands over with probability at
+    most 1, the exact output law (Fractions) is p, the exact selection law is within the
+    plan's law error of the float one, the acceptance within 1e-8 of α*."""
+    V = len(p)
+    pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
+    slots = np.arange(V)
+    for S in itertools.combinations(slots[qf[plan.order] > 0], n):
+        y = max(S)
+        assert plan.pair.hand_over(np.full(n, y), np.array(S)).sum() <= 1.0, (trial, S)
+    law = drafts.ConditionalPoisson([str(x) for x in q], n)
+    v = ChainOptimal(law)
+    out, acc = v.exact([str(x) for x in p])
+    assert all(out[i] == p[i] for i in range(V)), trial
+    ctx = v._setup(p, law, True)
+    assert ctx.construction == "cp-pair"
+    T = np.empty(V)
+    T[plan.order] = plan.T
+    exact_T = np.array([float(x) for x in ctx.selection])
+    assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
+    a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
+    assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+
+
 def test_exact_law_is_p_and_close_to_the_float_law():
     """Small V, rational input: where the plan is ``cp-pair`` the exact output law (Fractions)
     is p, the exact selection law is within the plan's law error of the float one, and the
@@ -192,27 +209,12 @@ def test_exact_law_is_p_and_close_to_the_float_law():
             _rational(rng.dirichlet(np.full(V, conc))),
             _rational(rng.dirichlet(np.full(V, conc))),
         )
-        law = drafts.ConditionalPoisson([str(x) for x in q], n)
         pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
         plan = build_plan(pf / pf.sum(), qf / qf.sum(), n, "cp-pair")
         if plan.construction != "cp-pair":
             continue
         used += 1
-        slots = np.arange(V)  # every draft set: its hand-overs sum to at most 1
-        for S in itertools.combinations(slots[qf[plan.order] > 0], n):
-            y = max(S)
-            assert plan.pair.hand_over(np.full(n, y), np.array(S)).sum() <= 1.0, (trial, S)
-        v = ChainOptimal(law)
-        out, acc = v.exact([str(x) for x in p])
-        assert all(out[i] == p[i] for i in range(V)), trial
-        ctx = v._setup(p, law, True)
-        assert ctx.construction == "cp-pair"
-        T = np.empty(V)
-        T[plan.order] = plan.T
-        exact_T = np.array([float(x) for x in ctx.selection])
-        assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
-        a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
-        assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+        _check_exact(plan, p, q, n, trial)
     assert used >= 15, used
 
 
@@ -227,7 +229,6 @@ def test_relay_plans_are_exactly_lossless():
         V = int(rng.integers(5, 9))
         n = int(rng.integers(3, min(V, 5)))
         p, q = (_rational(x) for x in _heavy_receiver_row(rng, V))
-        law = drafts.ConditionalPoisson([str(x) for x in q], n)
         pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
         plan = build_plan(pf / pf.sum(), qf / qf.sum(), n, "cp-pair")
         if plan.construction != "cp-pair" or "relay" not in plan.info:
@@ -236,20 +237,7 @@ def test_relay_plans_are_exactly_lossless():
         assert plan.info["relay"]["share"] in RELAY_SHARES
         r = int(np.flatnonzero(plan.order == plan.info["relay"]["token"])[0])  # its slot
         assert plan.pair.theta[r] > 0 and plan.pair.g[r] > 0  # it both gives and receives
-        slots = np.arange(V)
-        for S in itertools.combinations(slots[qf[plan.order] > 0], n):
-            y = max(S)
-            assert plan.pair.hand_over(np.full(n, y), np.array(S)).sum() <= 1.0, (trial, S)
-        v = ChainOptimal(law)
-        out, acc = v.exact([str(x) for x in p])
-        assert all(out[i] == p[i] for i in range(V)), trial
-        ctx = v._setup(p, law, True)
-        T = np.empty(V)
-        T[plan.order] = plan.T
-        exact_T = np.array([float(x) for x in ctx.selection])
-        assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
-        a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
-        assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+        _check_exact(plan, p, q, n, trial)
         if used == 12:
             break
     assert used == 12, used
