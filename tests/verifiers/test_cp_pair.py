@@ -222,7 +222,7 @@ def test_relay_plans_are_exactly_lossless():
     """Heavy-receiver rows (V = 5-8, n = 3, 4, rational input) whose plan is ``cp-pair`` with a
     relay: every draft set hands over with probability at most 1, the exact output law
     (Fractions) is p, the exact selection law is within the plan's law error of the float
-    one, the acceptance within 1e-8 of α*, and the relay is the heaviest token."""
+    one, the acceptance within 1e-8 of α*, and the relay both gives and receives."""
     rng = np.random.default_rng(5)
     used = 0
     for trial in range(200):
