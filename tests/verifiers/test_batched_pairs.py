@@ -276,6 +276,22 @@ def test_a_mixed_batch_says_which_rows_fit_and_why():
         assert abs(float(plans.alpha[b]) - one.acceptance) <= 1e-12
 
 
+def test_a_row_no_try_fits_reports_its_first_design_whatever_the_batch():
+    """p = q uniform (V = 200, n = 4: no try is a rule, set sums above 1) beside a row whose
+    heaviest token receives (its first try is a relay, so the batch's first try is split):
+    the uniform row reports the set sum, shortfall and steps of its own first try, as alone."""
+    V, n = 200, 4
+    flat = np.full(V, 1.0 / V)
+    p, q = synthetic_pair(V, 0.3, np.random.default_rng(1), noise=1.0)
+    both = pair_rows(np.array([p, flat]), np.array([q, flat]), n)
+    alone = pair_rows(flat[None], flat[None], n)
+    assert both.relay[0] is not None and not both.fits[1] and not alone.fits[0]
+    assert both.why[1] == alone.why[0] and both.why[1].startswith("min: not a rule")
+    assert float(both.set_sum[1]) == float(alone.set_sum[0]) > 1.0
+    assert float(both.shortfall[1]) == float(alone.shortfall[0])
+    assert int(both.iterations[1]) == int(alone.iterations[0]) > 0
+
+
 def test_tiny_levels_are_designed_on_scaled_q():
     """Peaked rows whose e_n(q) is below 2^(-32 n) (V = 27, n = 24; V = 31, n = 16): the
     design runs on 2^k q as the one-position plan's and gives its law and acceptance."""

@@ -292,6 +292,28 @@ def test_a_design_that_is_not_a_rule_gives_way_to_cp_swap():
     assert cert["construction"] == "cp-swap" and cert["pair"] == reason
 
 
+def test_a_relay_is_skipped_but_the_second_path_is_still_tried():
+    """V = 8, n = 3 (found by a review): the ``"min"`` scaling stops above its tolerance, so
+    the relay that follows it is skipped (relays mend only the rule check), and the second
+    target path ``"bottom"`` fits, in the one-position and the batched plans alike."""
+    from mdsd_ot.verifiers.chain.batched_pairs import pair_rows
+    from mdsd_ot.verifiers.chain.plan import heavy_last, sort_keys
+
+    p = np.array([0.0025142835749835265, 0.25762674776495026, 0.0036804086884067986,
+                  0.6817069886175247, 0.004560488515775829, 0.026192577114783625,
+                  0.0026224281403042873, 0.021096077583271148])  # fmt: skip
+    q = np.array([0.3904938168469896, 0.2705646305824663, 0.03731462376577513,
+                  0.2655893011896865, 0.03205254625128795, 0.00035418004995185006,
+                  0.0021095210890181106, 0.001521380224824686])  # fmt: skip
+    p, q = p / p.sum(), q / q.sum()
+    plan = pair_plan(p, q, 3, heavy_last(chain_order(p, q), sort_keys(p, q), q))
+    assert plan.construction == "cp-pair" and plan.info["hold_back"] == "bottom"
+    assert plan.info["pair_retry"] == ["min: scaling stopped at a shortfall of 1.87e-09"]
+    rows = pair_rows(p[None], q[None], 3)
+    assert rows.fits.tolist() == [True] and rows.hold_back == ["bottom"]
+    assert rows.relay == [None] and rows.why == [None]
+
+
 def test_underflowing_products_are_declined():
     q = np.r_[np.full(5, 0.2), np.full(15, 1e-200)]
     p = np.r_[np.full(5, 0.19), np.full(15, 0.05 / 15)]

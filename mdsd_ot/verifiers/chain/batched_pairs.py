@@ -689,6 +689,7 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     chosen: list = [None] * B  # the (target path, relay share) that fits, per row
     reasons: list[list[str]] = [[] for _ in range(B)]
     out = None
+    designed = np.zeros(B, dtype=bool)  # rows whose fields hold a design's (the first tried)
     pending = np.arange(B)
     for h in range(len(PAIR_TRIES)):
         groups: dict[tuple[str, float], list[int]] = {}
@@ -697,7 +698,6 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
             if not t[1] or all("not a rule" in r for r in reasons[b]):
                 groups.setdefault(t, []).append(int(b))
         served = set()
-        stopped = {int(b) for b in pending} - {b for g in groups.values() for b in g}
         for (hold, share), members in groups.items():
             rows = np.array(members)
             if out is None and len(rows) == B:
@@ -733,13 +733,15 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
                     served.add(int(b))
                     continue
                 reasons[b].append(f"{try_name(hold, share)}: {r}")
-            keep = np.flatnonzero(good)
+            # the rows that fit, and the others' first design (what they report if none fits)
+            keep = np.flatnonzero(good | ~designed[rows])
+            designed[rows] = True
             if d is not out and len(keep):
                 got, dst = _index(qs, keep), _index(qs, rows[keep])
                 for name in ("theta", "g", "T", "short", "worst", "iters", "started", "block",
                              "relay_slot"):  # fmt: skip
                     setattr(out, name, _put(getattr(out, name), dst, _take(getattr(d, name), got)))
-        pending = np.array([b for b in pending if b not in served and b not in stopped], dtype=int)
+        pending = np.array([b for b in pending if b not in served], dtype=int)
         if len(pending) == 0:
             break
     for b in range(B):

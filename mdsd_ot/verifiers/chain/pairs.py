@@ -297,7 +297,7 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     tries = PAIR_TRIES_HEAVY if heavy_receiver(q[order], D, s) else PAIR_TRIES
     for hold, share in tries:
         if share and not all("not a rule" in r for r in reasons):
-            break  # relays make a rule of hand-overs that ask too much, nothing else
+            continue  # relays make a rule of hand-overs that ask too much, nothing else
         out = _scaled(qs, e, n, D, s, _targets(E, hold), share)
         if not isinstance(out, str):
             design = out
@@ -416,7 +416,8 @@ HOLD_BACK: tuple[str, ...] = ("min", "bottom")
 #: The designs :func:`pair_plan` tries, in order, until the scaled hand-overs are a rule:
 #: (target path, relay share).  The first relay comes right after the first path: where a
 #: heavy receiver breaks the rule, the second path breaks it the same way (measured), and every
-#: try costs a scaling.  A relay is tried only while every earlier try failed the rule check.
+#: try costs a scaling.  A relay is tried only while every earlier try failed the rule check
+#: (it is skipped otherwise; the target paths are always tried).
 PAIR_TRIES: tuple[tuple[str, float], ...] = (
     (HOLD_BACK[0], 0.0), (HOLD_BACK[0], RELAY_SHARES[0]),
     *((hold, 0.0) for hold in HOLD_BACK[1:]), *((HOLD_BACK[0], r) for r in RELAY_SHARES[1:]),
