@@ -314,6 +314,26 @@ def test_a_relay_is_skipped_but_the_second_path_is_still_tried():
     assert rows.relay == [None] and rows.why == [None]
 
 
+@pytest.mark.parametrize("n", [3, 4])
+def test_a_relay_with_the_second_target_path(n):
+    """V = 2,000, T = 0.5, seed 1: neither target path nor ``"min"`` with a relay is a rule;
+    ``"bottom"`` with the heaviest receiver relaying is, ε <= 1e-9, and the batched plans take
+    the same try."""
+    from mdsd_ot.verifiers.chain.batched_pairs import pair_rows
+    from mdsd_ot.verifiers.chain.plan import heavy_last, sort_keys
+
+    p, q = synthetic_pair(2000, 0.5, np.random.default_rng(1), noise=1.0)
+    plan = pair_plan(p, q, n, heavy_last(chain_order(p, q), sort_keys(p, q), q))
+    assert plan.construction == "cp-pair" and plan.info["hold_back"] == "bottom"
+    assert plan.info["relay"]["share"] == 0.9 and len(plan.info["pair_retry"]) == 3
+    assert all("not a rule" in r for r in plan.info["pair_retry"])
+    assert 0 <= float(alpha_star(p, q, n=n, scheme=CP)) - plan.acceptance <= 1e-9
+    rows = pair_rows(p[None], q[None], n)
+    assert rows.fits.tolist() == [True] and rows.hold_back == ["bottom"]
+    assert rows.relay == [plan.info["relay"]]
+    assert abs(float(rows.alpha[0]) - plan.acceptance) <= 1e-12
+
+
 def test_underflowing_products_are_declined():
     q = np.r_[np.full(5, 0.2), np.full(15, 1e-200)]
     p = np.r_[np.full(5, 0.19), np.full(15, 0.05 / 15)]

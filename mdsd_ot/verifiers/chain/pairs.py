@@ -414,13 +414,15 @@ def _scaled(qs, e, n, D, s, Ep, share: float = 0.0):
 HOLD_BACK: tuple[str, ...] = ("min", "bottom")
 
 #: The designs :func:`pair_plan` tries, in order, until the scaled hand-overs are a rule:
-#: (target path, relay share).  The first relay comes right after the first path: where a
-#: heavy receiver breaks the rule, the second path breaks it the same way (measured), and every
-#: try costs a scaling.  A relay is tried only while every earlier try failed the rule check
-#: (it is skipped otherwise; the target paths are always tried).
+#: (target path, relay share): ``"min"``, ``"min"`` with a relay, ``"bottom"``, ``"bottom"``
+#: with a relay, ``"min"`` with the second share.  The first relay comes right after the first
+#: path: where a heavy receiver breaks the rule, the second path breaks it the same way
+#: (measured), and every try costs a scaling.  A relay is tried only while every earlier try
+#: failed the rule check (it is skipped otherwise; the target paths are always tried).
 PAIR_TRIES: tuple[tuple[str, float], ...] = (
     (HOLD_BACK[0], 0.0), (HOLD_BACK[0], RELAY_SHARES[0]),
-    *((hold, 0.0) for hold in HOLD_BACK[1:]), *((HOLD_BACK[0], r) for r in RELAY_SHARES[1:]),
+    *((hold, 0.0) for hold in HOLD_BACK[1:]), *((hold, RELAY_SHARES[0]) for hold in HOLD_BACK[1:]),
+    *((HOLD_BACK[0], r) for r in RELAY_SHARES[1:]),
 )  # fmt: skip
 
 
