@@ -66,7 +66,7 @@ from .pairs import (
     PAIR_TRIES_HEAVY,
     SET_MARGIN,
     try_name,
-)  # fmt: skip
+)
 from .plan import CP_UNDERFLOW_BITS, UNCERTIFIED
 
 __all__ = ["PairRowPlans", "pair_rows", "sample_pair_rows"]
@@ -556,8 +556,11 @@ def pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     stopped per row as the one-position plan stops (shortfall :math:`\sum (s - T)^+ \le`
     ``PAIR_TOL`` + 1e-15 V, not halving in three steps, ``PAIR_ITERATIONS``; each row keeps its
     best step), the rule check (the n - 1 largest :math:`\theta_y g_x` of every giver sum to at
-    most 1 - ``SET_MARGIN``), ``"bottom"`` where ``"min"`` fails, and the accepted sub-law
-    :math:`\min(s, T)`.  The flows are *segmented* sums (module docstring).
+    most 1 - ``SET_MARGIN``), the next try of :data:`~.pairs.PAIR_TRIES` where one fails
+    (``"bottom"``, and relays: the heaviest receiver also hands over; each row in its own
+    order, :data:`~.pairs.PAIR_TRIES_HEAVY` where a receiver holds half of q, each try run on
+    the rows it serves as a sub-batch), and the accepted sub-law :math:`\min(s, T)`.  The
+    flows are *segmented* sums (module docstring).
 
     **Law error.**  Let u = 2^-53, :math:`\gamma_k = k\varepsilon / (1 - k\varepsilon)` with
     :math:`\varepsilon = 2u` (a factor 2 of margin, as the one-position bound) and c = V + 1,

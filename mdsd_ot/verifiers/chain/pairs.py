@@ -71,9 +71,9 @@ PAIR_ITERATIONS: int = 40
 #: does not get there is not used.
 PAIR_TOL: float = 1e-10
 
-#: Where neither target path gives a rule, the plan tries again with the heaviest receiver as
-#: a *relay* (it also hands over, this share of the flow across the cut below it), with these
-#: shares in order (proofs/optimal_verifier.md §11, "Relays").
+#: The shares of the flow across the cut below it that a *relay*, the heaviest receiver, also
+#: hands over (proofs/optimal_verifier.md §11, "Relays"), in the order :data:`PAIR_TRIES` uses
+#: them.
 RELAY_SHARES: tuple[float, ...] = (0.9, 0.97)
 
 #: The n - 1 largest :math:`\lambda(y, \cdot)` of a giver must sum to at most ``1 - SET_MARGIN``
@@ -267,7 +267,9 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     The plan's ``T`` is the rule's law by slot, ``s`` the accepted sub-law :math:`\min(s, T)`,
     ``pair`` the :class:`PairRule`; ``info`` records the scaling (``iterations``,
     ``shortfall``, ``history``), ``set_sum`` (the largest hand-over probability on a draft
-    set), ``blocks`` and ``prefix_error`` (the rounding bound of Q on the prefixes).
+    set), ``blocks``, ``prefix_error`` (the rounding bound of Q on the prefixes), the target
+    path ``hold_back``, ``relay`` (``{"token", "share"}`` where the design that fits has a
+    relay) and ``pair_retry`` (why the earlier tries of :data:`PAIR_TRIES` did not fit).
     """
     from .plan import UNCERTIFIED, Plan, _transfer, cp_products_underflow
 
