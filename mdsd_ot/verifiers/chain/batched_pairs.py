@@ -59,12 +59,12 @@ from .batched_draws import _first_above, _gather_flat, _generator, _uniforms
 from .batched_plans import U, _dev, _flip, _ranks, transfer_path
 from .pairs import (
     _NOISE,
-    HEAVY_RECEIVER,
     PAIR_ITERATIONS,
     PAIR_TOL,
     PAIR_TRIES,
     PAIR_TRIES_HEAVY,
     SET_MARGIN,
+    heavy_receiver,
     try_name,
 )
 from .plan import CP_UNDERFLOW_BITS, UNCERTIFIED
@@ -684,9 +684,7 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
             why[b] = "elementary symmetric levels out of range"
     tol = PAIR_TOL + 1e-15 * V
     # per row its order of tries (pairs.pair_plan): heavy-receiver rows try a relay first
-    rec = s > D
-    top_rec = xp.max(xp.where(rec, qs, xp.zeros_like(qs)), axis=-1)
-    (heavy_h,) = bk.to_host(top_rec >= HEAVY_RECEIVER * xp.sum(qs, axis=-1))
+    (heavy_h,) = bk.to_host(heavy_receiver(qs, D, s))
     heavy_h = np.asarray(heavy_h).astype(bool)
     order_of = [PAIR_TRIES_HEAVY if heavy_h[b] else PAIR_TRIES for b in range(B)]
     chosen: list = [None] * B  # the (target path, relay share) that fits, per row

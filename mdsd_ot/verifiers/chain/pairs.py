@@ -41,10 +41,12 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ...drafts.sampling import scale_exponent
+from ...fast import _backend as bk
 from ._passes import kernels
 from .pieces import cp_levels
 
@@ -296,7 +298,7 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     np.maximum(s, 0.0, out=s)
     reasons = []
     design = None
-    tries = PAIR_TRIES_HEAVY if heavy_receiver(q[order], D, s) else PAIR_TRIES
+    tries = PAIR_TRIES_HEAVY if bool(heavy_receiver(q[order], D, s)) else PAIR_TRIES
     for hold, share in tries:
         if share and not all("not a rule" in r for r in reasons):
             continue  # relays make a rule of hand-overs that ask too much, nothing else
@@ -438,20 +440,22 @@ PAIR_TRIES_HEAVY: tuple[tuple[str, float], ...] = (
 HEAVY_RECEIVER: float = 0.5
 
 
-def heavy_receiver(qs: np.ndarray, D: np.ndarray, s: np.ndarray) -> bool:
+def heavy_receiver(qs: Any, D: Any, s: Any) -> Any:
     """Whether some receiver (a slot with s > D) holds at least :data:`HEAVY_RECEIVER` of the
     draft's mass ``qs`` (by slot): it lies in most draft sets, and the plain separable design
-    then asks more than 1 of the sets that hold it and another receiver.
+    then asks more than 1 of the sets that hold it and another receiver.  (V,) rows give a
+    0-d bool, (B, V) rows a (B,) bool array, of the rows' library and device (one predicate
+    for :func:`pair_plan` and :func:`~.batched_pairs.pair_rows`).
 
     Examples
     --------
     >>> qs, D = np.array([0.2, 0.7, 0.1]), np.array([0.1, 0.5, 0.4])
-    >>> heavy_receiver(qs, D, s=np.array([0.1, 0.8, 0.1]))  # slot 1: q = 0.7, s > D
+    >>> bool(heavy_receiver(qs, D, s=np.array([0.1, 0.8, 0.1])))  # slot 1: q = 0.7, s > D
     True
     """
-    total = float(np.sum(qs))
-    rec = s > D
-    return bool(np.any(rec)) and float(np.max(qs[rec])) >= HEAVY_RECEIVER * total
+    xp = bk.namespace(qs)
+    top = xp.max(xp.where(s > D, qs, xp.zeros_like(qs)), axis=-1)
+    return top >= HEAVY_RECEIVER * xp.sum(qs, axis=-1)
 
 
 def try_name(hold: str, share: float) -> str:
