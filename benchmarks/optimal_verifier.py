@@ -66,6 +66,9 @@ Prints, measured in this run on this machine (say how loaded it is when you quot
    n = 3 and 4, seeds 1-2: the plan with relays (the heaviest receiver also hands over;
    proofs/optimal_verifier.md §11) and without (the ``cp-pair`` design before relays (2026-12-07),
    so ``cp-swap`` where it is not a rule), each with its ε and setup + one draw in argsorts.
+11. (``--seq-pair-fits``) the ``seq-pair`` design alone (sequential drafts, n = 3, 4, 8; the
+   thinned pair rule, proofs/optimal_verifier.md §12): section 8's table on the same rows,
+   the time including the certified sequential Q on every prefix.
 
 Timing: the argsort and the measured call alternate; the ratio is the median of the
 per-repetition ratios of wall-clock times (CPU-time ratios too, less sensitive to a shared,
@@ -82,6 +85,7 @@ Usage::
     python benchmarks/optimal_verifier.py --pair --only        # section 8 alone
     python benchmarks/optimal_verifier.py --seq-pair --only    # section 9 alone
     python benchmarks/optimal_verifier.py --confident --only   # section 10 alone
+    python benchmarks/optimal_verifier.py --seq-pair-fits --only  # section 11 alone
 """
 
 from __future__ import annotations
@@ -163,8 +167,8 @@ def worker(reps: int, warm: bool) -> list[dict]:
             except ImportError:
                 res["pooled"] = float("nan")
             a = float(alpha_star(p, law.q, n=n, scheme=law.scheme))
-            res.update(law=cls.__name__, n=n, construction=con, eps=max(0.0, a - plan.acceptance),
-                       law_error=float(plan.law_error))  # fmt: skip
+            res.update(law=cls.__name__, n=n, construction=plan.construction,
+                       eps=max(0.0, a - plan.acceptance), law_error=float(plan.law_error))  # fmt: skip
             out.append(res)
     return out
 
@@ -526,8 +530,9 @@ def point_mass(quick: bool) -> None:
                   f"{a - plan.acceptance:.1e} | {plan.law_error:.1e} | {dt * 1e3:.0f} ms")  # fmt: skip
 
 
-def pair_fits(quick: bool) -> None:
-    """Section 8: where the ``cp-pair`` design fits (conditional Poisson, n >= 3)."""
+def pair_fits(quick: bool, law: str = "conditional-poisson") -> None:
+    """Section 8: where the ``cp-pair`` design fits (conditional Poisson, n >= 3); with
+    ``law="without"``, section 11: where the ``seq-pair`` design fits (sequential drafts)."""
     from collections import Counter
 
     from mdsd_ot.fast import alpha_star
@@ -535,10 +540,18 @@ def pair_fits(quick: bool) -> None:
     from mdsd_ot.synthetic import synthetic_pair
     from mdsd_ot.verifiers.chain.pairs import pair_plan
     from mdsd_ot.verifiers.chain.plan import chain_order, heavy_last, sort_keys
+    from mdsd_ot.verifiers.chain.seqpair import seq_pair_plan
 
+    design = pair_plan if law == "conditional-poisson" else seq_pair_plan
+    what = (
+        "8. the cp-pair design (pairs.pair_plan alone, no fallback)"
+        if law == "conditional-poisson"
+        else "11. the seq-pair design (seqpair.seq_pair_plan alone, no fallback; the time"
+        " includes the certified sequential Q on every prefix)"
+    )
     print(
-        "\n8. the cp-pair design (pairs.pair_plan alone, no fallback): rows where it fits, why"
-        " the others do not, the largest ε and law bound where it fits, its median time"
+        f"\n{what}: rows where it fits, why the others do not, the largest ε and law bound"
+        " where it fits, its median time"
     )
     print("   rows | n | fits | of them without a relay | not a rule | other | max ε |"
           " max law bound | median time")  # fmt: skip
@@ -566,7 +579,7 @@ def pair_fits(quick: bool) -> None:
                 key = sort_keys(p, q)
                 order = heavy_last(chain_order(p, q), key, q)
                 t0 = time.perf_counter()
-                plan = pair_plan(p, q, n, order)
+                plan = design(p, q, n, order)
                 dt = time.perf_counter() - t0
                 if isinstance(plan, str):
                     tally["not a rule" if "not a rule" in plan else "other"] += 1
@@ -574,7 +587,7 @@ def pair_fits(quick: bool) -> None:
                 tally["fits"] += 1
                 tally["plain"] += "relay" not in plan.info
                 times.append(dt)
-                a = float(alpha_star(p, q, n=n, scheme="conditional-poisson"))
+                a = float(alpha_star(p, q, n=n, scheme=law))
                 eps, lerr = max(eps, a - plan.acceptance), max(lerr, plan.law_error)
             med = f"{np.median(times) * 1e3:.1f} ms" if times else "-"
             print(f"   {name} | {n} | {tally['fits']}/{len(pairs)} | {tally['plain']} | "
@@ -769,6 +782,8 @@ def main() -> None:
                     help="also run section 9 (the pair rule for sequential drafts, small V)")  # fmt: skip
     ap.add_argument("--confident", action="store_true",
                     help="also run section 10 (a confident target: relays)")  # fmt: skip
+    ap.add_argument("--seq-pair-fits", action="store_true",
+                    help="also run section 11 (where the seq-pair design fits)")  # fmt: skip
     ap.add_argument("--only", action="store_true", help="skip sections 1-3")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
@@ -800,6 +815,8 @@ def main() -> None:
         seq_pair_study(a.quick)
     if a.confident:
         confident(a.quick)
+    if a.seq_pair_fits:
+        pair_fits(a.quick, law="without")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "check_pair_family_lp",
     "check_seq_pair_kernel",
     "check_seq_pair_rank",
+    "check_seq_pair_thinning",
 ]
 
 LAWS = (drafts.WithReplacement, drafts.WithoutReplacement, drafts.ConditionalPoisson)
@@ -954,3 +955,68 @@ def check_seq_pair_rank(trials: int = 10, seed: int = 16, K: int = 36) -> dict:
     assert checked_a and checked_b
     return {"instances": trials, "deflation_pairs": checked_a, "series_pairs": checked_b,
             "series_rel_error": float(worst)}  # fmt: skip
+
+
+def _esym(ws: list, m: int) -> Fr:
+    """e_m of the list ``ws`` (Fractions)."""
+    return sum((math.prod(c) for c in itertools.combinations(ws, m)), Fr(0))
+
+
+def check_seq_pair_thinning(trials: int = 60, seed: int = 17) -> dict:
+    """§12, the thinned pair rule (``seq-pair``), in Fractions (T = Σ q = 1, slots in index
+    order): (a) Lemma 16, Σ(S) = Σ_σ Π_{m<n} 1/(1 - w^σ_m) >= n! Π_{j∈S} (1 - q_j)^{-(n-1)/2},
+    checked squared (both sides rational) on every n-set, so r(S) <= 1 for u_j = (1 -
+    q_j)^{-(n-1)/2}; (b) Pr[S] = Σ(S) Π_S q; (c) for random λ(y, x) and random weights u, the
+    law of "hand over from top(S) = y to x with probability λ(y, x) r(S)" by enumeration of the
+    draft sets is D + Σ_{x<y} λ(y, x) M'(y, x) (e_x - e_y) with M'(y, x) = n! w_y w_x
+    e_{n-2}(w on H_y minus x), w = q u (the conditional-Poisson kernel of w); (d) the library's
+    exact_factor is r(S)."""
+    from mdsd_ot.verifiers.chain.seqpair import exact_factor
+
+    rng = random.Random(seed)
+    sets_checked = laws = 0
+    tightest = None
+    for _ in range(trials):
+        n, V, q, T, sets = _seq_instance(rng, 3)
+        q = [x / T for x in q]
+        u = [Fr(rng.randint(10, 30), 10) for _ in range(V)]
+        lam = {(y, x): Fr(rng.randint(0, 4), 4 * (n - 1)) for y in range(V) for x in range(y)}
+        law = [Fr(0)] * V
+        D = [Fr(0)] * V
+        for S, pr in sets.items():
+            qS = [q[j] for j in S]
+            sig = Fr(0)
+            for order in itertools.permutations(qS):
+                term, w = Fr(1), Fr(0)
+                for m in range(n - 1):
+                    w += order[m]
+                    term /= 1 - w
+                sig += term
+            assert pr == sig * math.prod(qS), (q, S)  # (b)
+            lhs = (sig / math.factorial(n)) ** 2
+            rhs = math.prod(1 / (1 - x) ** (n - 1) for x in qS)
+            assert lhs >= rhs, (q, S)  # (a), squared
+            ratio = float(rhs / lhs)
+            tightest = ratio if tightest is None else max(tightest, ratio)
+            sets_checked += 1
+            r = math.factorial(n) * math.prod(u[j] for j in S) / sig
+            assert exact_factor(qS, [u[j] for j in S]) == r  # (d)
+            y = max(S)
+            D[y] += pr
+            keep = Fr(1)
+            for x in S:
+                if x != y:
+                    law[x] += pr * lam[y, x] * r
+                    keep -= lam[y, x] * r
+            law[y] += pr * keep
+        w = [a * b for a, b in zip(q, u, strict=True)]
+        formula = list(D)
+        for y in range(V):
+            for x in range(y):
+                rest = [w[j] for j in range(y) if j != x]
+                M = math.factorial(n) * w[y] * w[x] * _esym(rest, n - 2)
+                formula[x] += lam[y, x] * M
+                formula[y] -= lam[y, x] * M
+        assert formula == law, (q, n)  # (c)
+        laws += 1
+    return {"instances": laws, "sets": sets_checked, "largest_bound_over_sigma_sq": tightest}

@@ -75,14 +75,21 @@ def test_peaked_row_the_verifier_takes_the_stream_and_attains_alpha_star(n):
         assert float(acc) == pytest.approx(1.0, abs=1e-12)
 
 
-def test_seq_best_designs_where_the_stream_falls_short_and_keeps_the_better_plan():
-    """Synthetic row (α*_with well below α*_without): the design runs and wins."""
+def test_seq_best_designs_where_the_stream_falls_short_and_keeps_the_better_plan(monkeypatch):
+    """Synthetic row (α*_with well below α*_without): ``seq-pair`` fits; where it is declined
+    the piece design runs and wins."""
     from mdsd_ot.synthetic import synthetic_pair
+    from mdsd_ot.verifiers.chain import seqpair
 
     p, q = synthetic_pair(300, 0.5, np.random.default_rng(1), noise=1.0)
+    pair = build_plan(p, q, 3, "seq-best")
+    assert pair.construction == "seq-pair" and pair.info["seq-best"]["pair"] is None
+    monkeypatch.setattr(seqpair, "seq_pair_plan", lambda *a, **k: "declined (test)")
     plan = build_plan(p, q, 3, "seq-best")
     info = plan.info["seq-best"]
     assert info["designed"] is True and plan.construction in ("seq-swap-h", "seq-swap")
+    assert info["pair"] == "declined (test)"
+    assert abs(pair.acceptance - plan.acceptance) <= 1e-9
     assert info["stream_acceptance"] < info["alpha_without"] - 1e-3
     # T = 0.5: a heavy token picks once, that design converges, so seq-swap is not designed
     assert plan.construction == "seq-swap-h" and info["single"] == plan.single.tolist()

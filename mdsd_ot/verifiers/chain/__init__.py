@@ -8,7 +8,9 @@ same construction in Fractions, and the rule for one tuple) and :mod:`.verifier`
 of distinct drafts (sequential, conditional Poisson with n >= 3) the swap constructions:
 :mod:`.pieces` (piece kernels and their fixed-point design), :mod:`.cutlaw` (their exact laws),
 :mod:`.seqseries` (the certified series for sequential drafts, n >= 3), :mod:`.seqsingle` (the
-law when the most drawn tokens pick once, ``seq-swap-h``) and :mod:`.swap` (plans);
+law when the most drawn tokens pick once, ``seq-swap-h``) and :mod:`.swap` (plans); the pair
+hand-over rule, O(nV) where its design fits: :mod:`.pairs` (``cp-pair``, conditional Poisson)
+and :mod:`.seqpair` (``seq-pair``, sequential drafts, the hand-overs thinned per draft set);
 for two sequential drafts :mod:`.seq2` (two relabelling kernels through the product law, α*
 wherever its design fits, ``seq-swap`` otherwise; the pairing and the design in
 :mod:`.seq2_design`, the kernels and their exact law in :mod:`.seq2_kernel`, the construction

@@ -300,9 +300,10 @@ def _winner_shares(plan: ExactPlan, tup: tuple[int, ...]) -> Iterator[tuple[int,
 
 
 def _pair_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
-    r"""``cp-pair``: the highest drafted slot y hands over to each other draft x with
-    probability :math:`\lambda(y, x)`, the float product :math:`\theta_y g_x` the sampler
-    draws with (exact as a Fraction), and keeps the rest."""
+    r"""``cp-pair`` and ``seq-pair``: the highest drafted slot y hands over to each other draft
+    x with probability :math:`\lambda(y, x)`, the float product :math:`\theta_y g_x` the
+    sampler draws with (exact as a Fraction), times the set's thinning r(S) in exact numbers
+    for ``seq-pair`` (:func:`~.seqpair.exact_factor`), and keeps the rest."""
     import numpy as np
 
     one = plan.q[0] - plan.q[0] + 1
@@ -310,12 +311,21 @@ def _pair_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     slots = [plan.rank[i] for i in tup]
     y = max(slots)
     lam = plan.pair.hand_over(np.full(len(slots), y), np.array(slots))
+    r = one
+    if plan.pair.thin is not None:  # seq-pair: the set's thinning r(S), in these numbers
+        from .seqpair import exact_factor
+
+        total = sum(plan.q, one - one)
+        u = [conv(float(plan.pair.thin.u[sl])) for sl in slots]
+        r = exact_factor([plan.q[i] / total for i in tup], u)
     out: dict[int, Any] = {}
     keep = one
     for tok, sl, la in zip(tup, slots, lam.tolist(), strict=True):
         if sl != y and la > 0:
-            out[tok] = out.get(tok, 0) + conv(la)
-            keep = keep - conv(la)
+            out[tok] = out.get(tok, 0) + conv(la) * r
+            keep = keep - conv(la) * r
+    if keep < 0:
+        raise ArithmeticError(f"seq-pair: the draft set {tup} hands over more than 1")
     top = tup[slots.index(y)]
     out[top] = out.get(top, 0) + keep
     return out
@@ -323,7 +333,7 @@ def _pair_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
 
 def select_law(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     """The selection step of the rule for one tuple: {token: probability} before thinning."""
-    if plan.construction == "cp-pair":
+    if plan.construction in ("cp-pair", "seq-pair"):
         return _pair_select(plan, tup)
     if plan.construction in ("cp-swap", "seq-swap", "seq-swap-h"):
         return _pieces_select(plan, tup)
@@ -434,7 +444,7 @@ def exact_seq2_plan(p: list, q: list) -> ExactPlan | None:
 def given(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
     r"""The rule :math:`\pi(\cdot \mid \bar i)` of the plan for one draft tuple."""
     one = plan.q[0] - plan.q[0] + 1
-    if plan.construction in ("cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2"):
+    if plan.construction in ("cp-pair", "seq-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2"):
         shares: Iterable[tuple[int, Any]] = select_law(plan, tup).items()
     else:  # each share thinned before it is summed (select_law sums first)
         shares = _winner_shares(plan, tup)

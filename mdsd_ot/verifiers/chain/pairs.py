@@ -86,7 +86,10 @@ SET_MARGIN: float = 1e-12
 @dataclass
 class PairRule:
     r"""The hand-over probabilities :math:`\lambda(y, x) = \theta_y g_x` for slots x < y of the
-    same ``block`` (0 across blocks), by slot.
+    same ``block`` (0 across blocks), by slot.  ``thin`` (``seq-pair``,
+    :class:`~.seqpair.SetThinning`): the hand-overs on a draft set are further multiplied by
+    its factor :math:`r(S) \le 1`, which makes the kernel of sequential drafts a product
+    (proofs/optimal_verifier.md §12); ``None`` for ``cp-pair``.
 
     Examples
     --------
@@ -98,6 +101,7 @@ class PairRule:
     theta: np.ndarray
     g: np.ndarray
     block: np.ndarray
+    thin: Any = None
 
     def hand_over(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
         """:math:`\\lambda(y, x)` for slot arrays of one shape (0 where x >= y or the blocks
@@ -273,7 +277,7 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     path ``hold_back``, ``relay`` (``{"token", "share"}`` where the design that fits has a
     relay) and ``pair_retry`` (why the earlier tries of :data:`PAIR_TRIES` did not fit).
     """
-    from .plan import UNCERTIFIED, Plan, _transfer, cp_products_underflow
+    from .plan import _transfer, cp_products_underflow
 
     V = len(order)
     if n < 3 or V < 2:
@@ -296,13 +300,34 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     s = D + (E[1:] - E[:-1])
     np.minimum(s, ps, out=s)
     np.maximum(s, 0.0, out=s)
+    q_err = 2.0 * (n * (V + 1) + 4) * EPS / (1.0 - (n * (V + 1) + 4) * EPS)
+    return design_plan(p, q, n, order, "cp-pair", qs, e, en, D, s, E, q_err)
+
+
+def design_plan(
+    p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray, construction: str,
+    ws: np.ndarray, e: np.ndarray, en: float, D: np.ndarray, s: np.ndarray, E: np.ndarray,
+    q_err: float, *, law_extra: float = 0.0, flow_rel: float = 0.0, extra_depth: int = 0,
+    thin: Any = None,
+):  # fmt: skip
+    r"""The pair plan of a law whose hand-over kernel is :math:`M(y, x) = w_y w_x
+    e_{n-2}(w 	ext{ on } H_y \setminus x) / e_n` (``ws`` the weights w by slot, ``e`` their
+    levels :math:`e_m(H_k)`, ``en`` the normaliser), for the law's top law ``D``, sub-law ``s``
+    and transfer path ``E`` (by slot and cut): the tries of :data:`PAIR_TRIES`, the a-priori
+    law bound (plus ``law_extra``, the bound on D's own error, and ``flow_rel`` times the
+    hand-over flow: a relative error of the sampler's hand-over probabilities), the plan
+    ``construction`` with its :class:`PairRule` (``thin``: its :attr:`PairRule.thin`), or a
+    string saying why not.  ``q_err`` is recorded as ``info["prefix_error"]``."""
+    from .plan import UNCERTIFIED, Plan
+
+    V = len(order)
     reasons = []
     design = None
     tries = PAIR_TRIES_HEAVY if bool(heavy_receiver(q[order], D, s)) else PAIR_TRIES
     for hold, share in tries:
         if share and not all("not a rule" in r for r in reasons):
             continue  # relays make a rule of hand-overs that ask too much, nothing else
-        out = _scaled(qs, e, n, D, s, _targets(E, hold), share)
+        out = _scaled(ws, e, n, D, s, _targets(E, hold), share, en)
         if not isinstance(out, str):
             design = out
             break
@@ -313,11 +338,11 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     # a-priori rounding bound (§11): every level, flow and D is a sequential sum of
     # non-negative terms, n cumulative sums of at most V + 1 terms deep, times e_n; products
     # below the normal range add an absolute error
-    en = float(e[n][-1])
-    flows = float(np.sum(D) + np.sum(g * In + theta * Out) / en)
-    depth = 3 * n * (V + 2) + 6 * n + 16
+    handed = float(np.sum(g * In + theta * Out) / en)
+    flows = float(np.sum(D)) + handed
+    depth = 3 * n * (V + 2) + 6 * n + 16 + extra_depth
     law_error = 2.0 * depth * EPS / (1.0 - depth * EPS) * flows
-    law_error += 8.0 * n * (V + 2) * _TINY / en
+    law_error += 8.0 * n * (V + 2) * _TINY / en + law_extra + flow_rel * handed
     if not law_error <= UNCERTIFIED:
         return f"law error bound {law_error:.3g} above {UNCERTIFIED:g}"
     Tall = D.copy()
@@ -325,14 +350,13 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     acc = np.minimum(s, Tall)
     np.maximum(acc, 0.0, out=acc)
     plan = Plan(
-        "cp-pair", n, p, q, order, np.cumsum(q[order]), None, acc, None, None, float(acc.sum()),
-        law_error,
+        construction, n, p, q, order, np.cumsum(q[order]), None, acc, None, None,
+        float(acc.sum()), law_error,
     )  # fmt: skip
     plan.T = Tall
     th, gg = np.zeros(V), np.zeros(V)
     th[lo:hi], gg[lo:hi] = theta, g
-    plan.pair = PairRule(th, gg, _block_ids(V, Ep, lo, hi))
-    q_err = 2.0 * (n * (V + 1) + 4) * EPS / (1.0 - (n * (V + 1) + 4) * EPS)
+    plan.pair = PairRule(th, gg, _block_ids(V, Ep, lo, hi), thin)
     plan.info.update(
         iterations=len(hist), shortfall=min(hist), history=hist, set_sum=worst,
         blocks=len(blocks), hold_back=hold, prefix_error=q_err,
@@ -344,14 +368,15 @@ def pair_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray):
     return plan
 
 
-def _scaled(qs, e, n, D, s, Ep, share: float = 0.0):
-    """The scaling of :func:`pair_plan` for the targets ``Ep`` (E' on the cuts): (θ, g, In,
+def _scaled(qs, e, n, D, s, Ep, share: float = 0.0, en: float | None = None):
+    """The scaling of :func:`pair_plan` for the targets ``Ep`` (E' on the cuts; ``en`` the
+    kernel's normaliser, :math:`e_n` of ``qs`` by default): (θ, g, In,
     Out, T on the blocks' span, Ep, blocks, lo, hi, shortfalls, largest set sum, the relay's
     slot or None), or why not.  ``share`` > 0: the heaviest receiver with E' > 0 on the cut
     below it relays that share of that cut's flow; its θ stays at the product model's value
     and its g also covers what it hands over (g In = δ' e_n + θ Out at the relay)."""
     V = len(qs)
-    en = float(e[n][-1])
+    en = float(e[n][-1]) if en is None else en
     Ep[0] = Ep[-1] = 0.0
     blocks = _blocks(Ep)
     lo = blocks[0][0] if blocks else 0

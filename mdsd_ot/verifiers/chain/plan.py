@@ -44,9 +44,16 @@ of accepting a selected token and the residual law.  The constructions
     :math:`\sum (s - T)^+` exceeds :data:`~mdsd_ot.verifiers.chain.seq2.TOL` the plan is the
     ``seq-swap`` plan, with ``info["fallback"]``.
 ``seq-best`` (sequential without replacement, n >= 3)
-    The ``stream`` plan where its acceptance reaches α* (to :data:`~.swap.STREAM_TOL`), else the
-    best of ``stream``, ``seq-swap-h`` and ``seq-swap`` (:func:`~.swap.seq_best_plan`); the plan's
-    ``construction`` names the one chosen, ``info["seq-best"]`` the choice.
+    The ``stream`` plan where its acceptance reaches α* (to :data:`~.swap.STREAM_TOL`), else
+    the ``seq-pair`` plan where its design fits, else the best of ``stream``, ``seq-swap-h``
+    and ``seq-swap`` (:func:`~.swap.seq_best_plan`); the plan's ``construction`` names the one
+    chosen, ``info["seq-best"]`` the choice.
+``seq-pair`` (sequential without replacement, n >= 3; chosen by ``seq-best``)
+    ``cp-pair``'s rule with the hand-overs on a draft set S thinned by
+    :math:`r(S) = n! \prod_S u / \Sigma(S) \le 1` (:mod:`.seqpair`), which makes the kernel
+    the conditional-Poisson one of the weights :math:`q (1 - q)^{-(n-1)/2}`: the same O(nV)
+    scaling on the certified sequential Q.  Acceptance :math:`\sum \min(s, T) \ge \alpha^*
+    - \varepsilon`.
 
 Examples
 --------
@@ -76,7 +83,7 @@ __all__ = ["CONSTRUCTIONS", "Plan", "build_plan", "build_plans", "chain_order"]
 #: The constructions, in the order of the module docstring.
 CONSTRUCTIONS: tuple[str, ...] = (
     "relabel", "cp2", "stream", "top", "cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2",
-    "seq-best",
+    "seq-best", "seq-pair",
 )  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
@@ -250,7 +257,9 @@ def sort_keys(p: np.ndarray, q: np.ndarray, out: np.ndarray | None = None) -> np
 #: (:func:`heavy_last`), for n >= 3 (at n = 2 ``seq-swap`` is ``seq2``'s fallback, which keeps
 #: the stable order, and the stable order served it better: ε 2.4e-11 against 3.4e-7 with p = q
 #: and a heavy token first).
-HEAVY_LAST: tuple[str, ...] = ("cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq-best")
+HEAVY_LAST: tuple[str, ...] = (
+    "cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq-best", "seq-pair"
+)  # fmt: skip
 
 
 def heavy_last(order: np.ndarray, key: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -554,6 +563,16 @@ def _build(p, q, n, construction, order) -> Plan:
 
         with np.errstate(over="ignore", invalid="ignore"):  # a non-finite plan is never chosen
             plan = seq_best_plan(p, q, n, order)
+    elif construction == "seq-pair":  # the pair rule alone; seq-best where it does not fit
+        from .seqpair import seq_pair_plan
+        from .swap import seq_best_plan
+
+        plan = seq_pair_plan(p, q, n, order)
+        if isinstance(plan, str):
+            why = plan
+            with np.errstate(over="ignore", invalid="ignore"):
+                plan = seq_best_plan(p, q, n, order)
+            plan.info["pair"] = why
     elif construction == "seq2":  # n = 2 sequential; seq-swap where seq2 falls short
         from .seq2 import seq2_or_swap_plan
 

@@ -402,6 +402,8 @@ def sample_plan(plan: Plan, t: np.ndarray, rng: np.random.Generator) -> np.ndarr
         top = np.argmax(own, axis=1)
         y = own[rows, top]
         lam = plan.pair.hand_over(y[:, None], own)  # 0 at the top itself (x < y fails)
+        if plan.pair.thin is not None:  # seq-pair: the set's thinning r(S)
+            lam = lam * plan.pair.thin.factor(own)[:, None]
         cum = np.cumsum(lam, axis=1)
         u = rng.random(len(t))
         pick = np.where(u < cum[:, -1], np.argmax(u[:, None] < cum, axis=1), top)

@@ -70,13 +70,14 @@ def stream_draws(qs: np.ndarray, n: int) -> np.ndarray:
     return np.maximum(1.0, qs * etau)
 
 
-def _swap_sublaw(p, q, n, order, construction):
+def _swap_sublaw(p, q, n, order, construction, prefix=None):
     """(qs, D, s, prefix error): q in slot order, the law of the deterministic rule and the
-    optimal sub-law of the construction's law (Theorem 1; Σ s = α*)."""
+    optimal sub-law of the construction's law (Theorem 1; Σ s = α*); ``prefix``: Q on the
+    prefixes and its error, when the caller has them (:func:`prefix_Q_of`)."""
     from .plan import _sublaw
 
     ps, qs = p[order], q[order]
-    Q, q_err = prefix_Q_of(qs, n, construction)
+    Q, q_err = prefix if prefix is not None else prefix_Q_of(qs, n, construction)
     D = np.diff(Q)
     np.maximum(D, 0.0, out=D)
     s, _ = _sublaw(ps, Q[1:], D)
@@ -147,24 +148,28 @@ def _score(plan: Any) -> float:
 
 
 def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> Any:
-    r"""Sequential drafts, n >= 3: the best of the ``stream``, ``seq-swap-h`` and ``seq-swap``
-    plans.
+    r"""Sequential drafts, n >= 3: the ``stream`` plan where it attains α*, else the
+    ``seq-pair`` plan where its design fits, else the best of ``stream``, ``seq-swap-h`` and
+    ``seq-swap``.
 
     ``stream`` (Lemma 6′ and the i.i.d. optimum, exactly lossless) accepts
-    :math:`\alpha^*_{with}(q, n) \le \alpha^*_{without}`; the swap plans accept
-    :math:`\alpha^*_{without} - \varepsilon`.  On peaked rows (a token drawn many times in the
-    stopped stream) ``seq-swap`` stalls with ε up to a few 1e-2, and ``seq-swap-h``, where those
-    tokens pick once, converges (proofs/optimal_verifier.md §4.6, §4.8).  So: form the stream
-    plan (one relabel plan) and the sequential sub-law; when the stream's acceptance is within
-    :data:`STREAM_TOL` of :math:`\alpha^*_{without} = \sum s`, return it without a design.
-    Otherwise design ``seq-swap-h`` when some token picks once
-    (:func:`~.seqsingle.single_tokens`); where it stops above its tolerance and more tokens are
-    drawn often, ``seq-swap-h`` again with up to :data:`~.seqsingle.SINGLE_WIDE` of them picking
-    once (V up to :data:`~.seqsingle.SINGLE_WIDE_MAX_V`); then ``seq-swap`` unless the last design reached its stopping tolerance; return the
-    plan whose certified acceptance, less its law error, is largest.  ``info["seq-best"]``
-    records the choice: ``designed``, ``single`` (the token ids that pick once),
-    ``swap_h_acceptance`` and ``swap_acceptance`` (None when not designed), and, where the wide
-    design ran, ``single_wide`` and ``swap_wide_acceptance``.
+    :math:`\alpha^*_{with}(q, n) \le \alpha^*_{without}`; the pair and swap plans accept
+    :math:`\alpha^*_{without} - \varepsilon`.  So: form the stream plan (one relabel plan)
+    and the sequential sub-law; when the stream's acceptance is within :data:`STREAM_TOL` of
+    :math:`\alpha^*_{without} = \sum s`, return it without a design.  Otherwise try
+    ``seq-pair`` (:func:`~.seqpair.seq_pair_plan`: one scaling of O(nV) steps on the same
+    prefix Q; proofs/optimal_verifier.md §12) and return it where it fits.  On peaked rows (a
+    token drawn many times in the stopped stream) ``seq-swap`` stalls with ε up to a few 1e-2,
+    and ``seq-swap-h``, where those tokens pick once, converges (§4.6, §4.8): design
+    ``seq-swap-h`` when some token picks once (:func:`~.seqsingle.single_tokens`); where it
+    stops above its tolerance and more tokens are drawn often, ``seq-swap-h`` again with up to
+    :data:`~.seqsingle.SINGLE_WIDE` of them picking once (V up to
+    :data:`~.seqsingle.SINGLE_WIDE_MAX_V`); then ``seq-swap`` unless the last design reached
+    its stopping tolerance; return the plan whose certified acceptance, less its law error, is
+    largest.  ``info["seq-best"]`` records the choice: ``designed`` (False for the stream
+    shortcut), ``pair`` (why ``seq-pair`` did not fit, None where it did), ``single`` (the
+    token ids that pick once), ``swap_h_acceptance`` and ``swap_acceptance`` (None when not
+    designed), and, where the wide design ran, ``single_wide`` and ``swap_wide_acceptance``.
 
     Examples
     --------
@@ -174,13 +179,19 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     >>> plan = build_plan(p, q, 3, "seq-best")
     >>> plan.construction, plan.info["seq-best"]["designed"]  # α*_with = α*_without = 1 here
     ('stream', False)
+    >>> p = np.array([0.05, 0.15, 0.3, 0.5])
+    >>> plan = build_plan(p, np.array([0.4, 0.3, 0.2, 0.1]), 3, "seq-best")
+    >>> plan.construction, plan.info["seq-best"]["pair"]  # the pair design fits
+    ('seq-pair', None)
     """
     from .pieces import default_tol
     from .plan import _relabel
+    from .seqpair import seq_pair_plan
     from .seqsingle import SINGLE_WIDE, SINGLE_WIDE_MAX_V, single_tokens
 
     stream = _relabel(p, q, n, order, "stream")
-    sub = _swap_sublaw(p, q, n, order, "seq-swap")
+    prefix = prefix_Q_of(q[order], n, "seq-swap")
+    sub = _swap_sublaw(p, q, n, order, "seq-swap", prefix)
     a_seq = float(sub[2].sum())
     choice: dict[str, Any] = {
         "alpha_without": a_seq, "stream_acceptance": stream.acceptance, "designed": False,
@@ -188,10 +199,14 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     if stream.acceptance >= a_seq - STREAM_TOL:
         stream.info["seq-best"] = choice
         return stream
+    pair = seq_pair_plan(p, q, n, order, prefix)
+    choice.update(designed=True, pair=pair if isinstance(pair, str) else None)
+    if not isinstance(pair, str):
+        pair.info["seq-best"] = choice
+        return pair
     draws = stream_draws(sub[0], n)
     single = order[single_tokens(draws)]
-    choice.update(designed=True, single=single.tolist(), swap_h_acceptance=None,
-                  swap_acceptance=None)  # fmt: skip
+    choice.update(single=single.tolist(), swap_h_acceptance=None, swap_acceptance=None)
     plans = [stream]
     tol = default_tol(len(p))
     if single.size:

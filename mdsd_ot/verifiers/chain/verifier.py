@@ -13,8 +13,9 @@ law                        construction    acceptance
 ``WithoutReplacement``     ``seq2`` (n=2)  α* where its design fits (rounding only; checked per
                                            position), else the ``seq-swap`` plan
 ``WithoutReplacement``     ``seq-best``    n >= 3: ``stream`` where α* of i.i.d. drafts reaches
-                                           α* (to 1e-12), else the best of ``stream``,
-                                           ``seq-swap-h`` and ``seq-swap``
+                                           α* (to 1e-12), else ``seq-pair`` (the thinned
+                                           pair rule) where its design fits, else the best
+                                           of ``stream``, ``seq-swap-h`` and ``seq-swap``
                                            (:math:`\sum \min(s, T)` = α* − ε, ε certified)
 any of them, n = 1         ``top``         :math:`\sum \min(p, q)` = α* (T4)
 =========================  ==============  =================================================
@@ -55,7 +56,7 @@ EXACT: tuple[str, ...] = ("relabel", "cp2")
 #: ~1e-11; see the note) and ``seq2`` (α* up to rounding where its design fits, which is checked
 #: per position; where it does not, its plan is the ``seq-swap`` plan).
 CERTIFIED: tuple[str, ...] = (
-    "cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best"
+    "cp-pair", "cp-swap", "seq-swap", "seq-swap-h", "seq2", "seq-best", "seq-pair"
 )  # fmt: skip
 
 #: The chain construction of each law class (n >= 2; n = 1 is always ``top``).
@@ -313,8 +314,10 @@ class ChainOptimal(Verifier):
         sequential drafts ``construction`` is ``seq2``, or ``seq-swap`` where seq2 fell short of
         α* by more than :data:`~mdsd_ot.verifiers.chain.seq2.TOL` (``fallback`` then records the
         seq2 attempt: its shortfall, rounds and largest overfull ratio); for n >= 3 it is
-        ``stream``, ``seq-swap-h`` or ``seq-swap``, as chosen per position (``seq-best`` records
-        the choice; ``single`` the token ids that pick once under ``seq-swap-h``).  For
+        ``stream``, ``seq-pair`` (with ``set_sum``, ``hold_back`` and ``relay`` as below),
+        ``seq-swap-h`` or ``seq-swap``, as chosen per position (``seq-best`` records the
+        choice, its ``pair`` why ``seq-pair`` did not fit; ``single`` the token ids that pick
+        once under ``seq-swap-h``).  For
         conditional Poisson with n >= 3 it is ``cp-pair`` (``set_sum``: the largest hand-over
         probability of a draft set; ``hold_back``: the target path used; ``relay``: where the
         heaviest receiver also hands over, its token id and share) or, where that design does

@@ -1,0 +1,186 @@
+"""The thinned pair rule for sequential drafts (``seq-pair``; proofs/optimal_verifier.md §12)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mdsd_ot import drafts
+from mdsd_ot.fast import alpha_star
+from mdsd_ot.synthetic import synthetic_pair
+from mdsd_ot.verifiers._draws import sample_drafts
+from mdsd_ot.verifiers.chain import ChainOptimal, build_plan
+from mdsd_ot.verifiers.chain.plan import chain_order
+from mdsd_ot.verifiers.chain.seqpair import (
+    SetThinning,
+    exact_factor,
+    seq_pair_plan,
+    thinning_weights,
+)
+from testkit import g_test_pvalue
+
+SEQ = "without"
+
+
+def _rational(x: np.ndarray) -> list[Fraction]:
+    fr = [Fraction(int(round(v * 10**6)) + 1, 10**6) for v in x]
+    t = sum(fr)
+    return [v / t for v in fr]
+
+
+def test_thinning_is_at_most_one_exactly_and_the_floats_follow_it():
+    """Lemma 16 for the stored weights: r(S) <= 1 in exact arithmetic (Fractions of the float
+    u and of the normalised q) on every n-set of random rows, peaked ones included, and the
+    sampler's float r(S) is within its declared relative error of the exact one."""
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for trial in range(40):
+        V, n = int(rng.integers(4, 8)), int(rng.integers(3, 6))
+        if n >= V:
+            continue
+        q = rng.dirichlet(np.full(V, float(rng.choice([0.1, 0.5, 2.0]))))
+        q = q / q.sum()
+        qn = q / math.fsum(q)
+        u = thinning_weights(qn, n)
+        rest = np.sort(qn)[: V - (n - 1)]
+        th = SetThinning(qn, u, n, 2.02 * (n * n / math.fsum(rest) + 2 * n * n + 8) * 2.0**-52)
+        sets = np.array(list(itertools.combinations(range(V), n)))
+        approx = th.factor(sets)
+        qf = [Fraction(float(x)) for x in qn]
+        tot = sum(qf)
+        for S, a in zip(sets, approx, strict=True):
+            r = exact_factor([qf[j] / tot for j in S], [Fraction(float(u[j])) for j in S])
+            assert r <= 1, (trial, S)
+            rel = abs(Fraction(float(a)) - r) / r
+            assert rel <= th.rel_error, (trial, S, float(rel))
+            worst = max(worst, float(rel))
+    assert worst > 0.0  # the floats do round
+
+
+def _check_exact(p: list, q: list, n: int, trial: int) -> bool:
+    """A ``seq-best`` plan of rational rows that is ``seq-pair``: every draft set hands over
+    with probability at most 1 (floats), the exact output law (Fractions) is p, the exact
+    selection law is within the plan's law error of the float one, and the acceptance is
+    within 1e-8 of α*.  False where the plan is another construction."""
+    V = len(p)
+    pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
+    plan = build_plan(pf / pf.sum(), qf / qf.sum(), n, "seq-best")
+    if plan.construction != "seq-pair":
+        return False
+    sets = np.array(list(itertools.combinations(range(V), n)))
+    y = sets.max(axis=1)
+    lam = plan.pair.hand_over(y[:, None], sets) * plan.pair.thin.factor(sets)[:, None]
+    assert np.all(lam.sum(axis=1) <= 1.0), trial
+    law = drafts.WithoutReplacement([str(x) for x in q], n)
+    v = ChainOptimal(law)
+    out, acc = v.exact([str(x) for x in p])
+    assert all(out[i] == p[i] for i in range(V)), trial
+    ctx = v._setup(p, law, True)
+    assert ctx.construction == "seq-pair"
+    T = np.empty(V)
+    T[plan.order] = plan.T
+    exact_T = np.array([float(x) for x in ctx.selection])
+    assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
+    a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=SEQ))
+    assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+    return True
+
+
+def test_exact_law_is_p_and_close_to_the_float_law():
+    """Small V, rational input, Dirichlet concentrations 0.3-3: where ``seq-best`` takes
+    ``seq-pair`` (relays included) the exact output law is p, the exact selection law is
+    within the plan's law error of the float one, and the acceptance within 1e-8 of α*."""
+    rng = np.random.default_rng(3)
+    used = relays = 0
+    for trial in range(60):
+        V, n = int(rng.integers(4, 7)), int(rng.integers(3, 5))
+        if n >= V:
+            continue
+        conc = float(rng.choice([0.3, 1.0, 3.0]))
+        p = _rational(rng.dirichlet(np.full(V, conc)))
+        q = _rational(rng.dirichlet(np.full(V, conc)))
+        if _check_exact(p, q, n, trial):
+            used += 1
+            pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
+            relays += "relay" in build_plan(pf / pf.sum(), qf / qf.sum(), n, "seq-best").info
+    assert used >= 20 and relays >= 1, (used, relays)
+
+
+def test_the_rule_moves_selection_mass_as_the_formula_says():
+    """The float law of the plan (D plus the thinned flows) against the law of the rule by
+    enumeration of the ordered draws in floats of the plan's own numbers: n = 3 at V = 7
+    (with a relay and without), n = 4 at V = 12 (two blocks)."""
+    for V, n, seed, relay in ((7, 3, 0, False), (7, 3, 4, True), (12, 4, 2, False)):
+        p, q = synthetic_pair(V, 1.0, np.random.default_rng([seed, n]), noise=1.0)
+        plan = seq_pair_plan(p, q, n, chain_order(p, q))
+        assert not isinstance(plan, str), plan
+        assert ("relay" in plan.info) == relay
+        T = np.zeros(V)
+        for tup in itertools.permutations(range(V), n):
+            pr, seen = 1.0, 0.0
+            for k in tup:
+                pr *= q[k] / (1.0 - seen)
+                seen += q[k]
+            own = plan.slots_of(np.array(tup))[None, :]
+            y = int(own.max())
+            lam = plan.pair.hand_over(np.full(n, y), own[0]) * plan.pair.thin.factor(own)[0]
+            for tok, la in zip(tup, lam, strict=True):
+                T[tok] += pr * la
+            T[plan.order[y]] += pr * (1.0 - lam.sum())
+        Tp = np.empty(V)
+        Tp[plan.order] = plan.T
+        assert np.abs(T - Tp).sum() <= plan.law_error + 1e-13
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_draws_at_a_real_vocabulary(n):
+    """V = 20,000: the default verifier of sequential drafts takes ``seq-pair``, ε <= 1e-9, and
+    50,000 draws pass the G-test against p with an acceptance within 4 standard errors of the
+    certified one."""
+    p, q = synthetic_pair(20_000, 1.0, np.random.default_rng([7, n]), noise=1.0)
+    law = drafts.WithoutReplacement(q, n)
+    v = ChainOptimal(law)
+    cert = v.certificate(p)
+    assert cert["construction"] == "seq-pair" and 0 <= cert["eps"] <= 1e-9
+    assert cert["law_error"] <= 1e-7 and cert["hold_back"] in ("min", "bottom")
+    assert 0 < cert["set_sum"] < 1 and cert["seq-best"]["pair"] is None
+    g = np.random.default_rng([8, n])
+    out, acc = v.sample(p, sample_drafts(law, g, 50_000), g)
+    assert g_test_pvalue(out, p) > 1e-4
+    se = float(np.sqrt(cert["acceptance"] * (1 - cert["acceptance"]) / len(acc)))
+    assert abs(float(acc.mean()) - cert["acceptance"]) <= 4 * se + 1e-9
+
+
+def test_the_benchmark_row_at_the_largest_vocabulary():
+    """V = 152,064, T = 1 (the row of benchmarks/optimal_verifier.py, section 1), n = 3 and 4:
+    ``seq-pair`` with ε <= 1e-9 and a law bound <= 1e-6."""
+    p, q = synthetic_pair(152_064, 1.0, np.random.default_rng(1), noise=1.0)
+    for n in (3, 4):
+        plan = build_plan(p, q, n, "seq-best")
+        a = float(alpha_star(p, q, n=n, scheme=SEQ))
+        assert plan.construction == "seq-pair", plan.info["seq-best"]
+        assert 0 <= a - plan.acceptance <= 1e-9 and plan.law_error <= 1e-6
+
+
+def test_where_the_design_is_not_a_rule_seq_best_designs_the_swap():
+    """A cold row (T = 0.3): the thinned hand-overs ask more than 1 of some draft set, so
+    ``seq-best`` keeps its other plans and records why; asked for directly, ``seq-pair``
+    gives way to ``seq-best``'s plan with ``info["pair"]``."""
+    p, q = synthetic_pair(300, 0.3, np.random.default_rng(1), noise=1.0)
+    why = seq_pair_plan(p, q, 4, chain_order(p, q))
+    assert isinstance(why, str) and "not a rule" in why
+    plan = build_plan(p, q, 4, "seq-best")
+    assert plan.construction != "seq-pair"
+    assert "not a rule" in plan.info["seq-best"]["pair"]
+    direct = build_plan(p, q, 4, "seq-pair")
+    assert direct.construction == plan.construction and "not a rule" in direct.info["pair"]
+
+
+def test_two_drafts_are_declined_with_a_reason():
+    """n < 3 is ``seq2``'s: a reason, not a plan."""
+    p, q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.5, 0.0])
+    assert seq_pair_plan(p, q, 2, np.arange(3)) == "n < 3 or V <= n"
