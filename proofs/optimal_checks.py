@@ -966,7 +966,8 @@ def check_seq_pair_thinning(trials: int = 60, seed: int = 17) -> dict:
     """§12, the thinned pair rule (``seq-pair``), in Fractions (T = Σ q = 1, slots in index
     order): (a) Lemma 16, Σ(S) = Σ_σ Π_{m<n} 1/(1 - w^σ_m) >= n! Π_{j∈S} (1 - q_j)^{-(n-1)/2},
     checked squared (both sides rational) on every n-set, so r(S) <= 1 for u_j = (1 -
-    q_j)^{-(n-1)/2}; (b) Pr[S] = Σ(S) Π_S q; (c) for random λ(y, x) and random weights u, the
+    q_j)^{-(n-1)/2}; (a') Lemma 16', Σ(S) >= n! A_h, A_h = (1/n) Σ_{k<n} (1 - q_h)^{-k}, on
+    every set that holds the heaviest token h; (b) Pr[S] = Σ(S) Π_S q; (c) for random λ(y, x) and random weights u, the
     law of "hand over from top(S) = y to x with probability λ(y, x) r(S)" by enumeration of the
     draft sets is D + Σ_{x<y} λ(y, x) M'(y, x) (e_x - e_y) with M'(y, x) = n! w_y w_x
     e_{n-2}(w on H_y minus x), w = q u (the conditional-Poisson kernel of w); (d) the library's
@@ -974,7 +975,7 @@ def check_seq_pair_thinning(trials: int = 60, seed: int = 17) -> dict:
     from mdsd_ot.verifiers.chain.seqpair import exact_factor
 
     rng = random.Random(seed)
-    sets_checked = laws = 0
+    sets_checked = laws = boosted = 0
     tightest = None
     for _ in range(trials):
         n, V, q, T, sets = _seq_instance(rng, 3)
@@ -996,6 +997,11 @@ def check_seq_pair_thinning(trials: int = 60, seed: int = 17) -> dict:
             lhs = (sig / math.factorial(n)) ** 2
             rhs = math.prod(1 / (1 - x) ** (n - 1) for x in qS)
             assert lhs >= rhs, (q, S)  # (a), squared
+            h = max(range(V), key=lambda j: q[j])
+            if h in S:  # (a'): Lemma 16', n! A_h <= Σ(S) for the sets that hold the heaviest
+                c = 1 / (1 - q[h])
+                assert math.factorial(n) * sum(c**k for k in range(n)) / n <= sig, (q, S)
+                boosted += 1
             ratio = float(rhs / lhs)
             tightest = ratio if tightest is None else max(tightest, ratio)
             sets_checked += 1
@@ -1019,4 +1025,6 @@ def check_seq_pair_thinning(trials: int = 60, seed: int = 17) -> dict:
                 formula[y] -= lam[y, x] * M
         assert formula == law, (q, n)  # (c)
         laws += 1
-    return {"instances": laws, "sets": sets_checked, "largest_bound_over_sigma_sq": tightest}
+    assert boosted
+    return {"instances": laws, "sets": sets_checked, "sets_with_the_heaviest": boosted,
+            "largest_bound_over_sigma_sq": tightest}  # fmt: skip

@@ -243,11 +243,14 @@ def scaled_rows(q: Any, n: int, xp: Any) -> Any:
     return q * scale[:, None]
 
 
-def series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tuple[Any, Any]:
+def series(
+    q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None, per_prefix: bool = False
+) -> tuple[Any, Any]:
     r"""Q on every prefix k = 0..V and the certified bound per row, (B, V) float64 rows, n >= 2.
 
     ``plan`` = (heavy tokens m, Taylor order K) overrides :data:`PLANS` (the tests force early
-    truncation with it).  A row whose masses beyond its n - 1 largest are tiny (subnormal:
+    truncation with it).  ``per_prefix``: the bound of every prefix, (B, V + 1) (0 at the empty
+    prefix), instead of their largest per row.  A row whose masses beyond its n - 1 largest are tiny (subnormal:
     :func:`tiny_rows`) is computed on :func:`scaled_rows`, the same law in a range where every
     quantity is a normal double.  numpy's overflow, underflow and invalid-value warnings (masses
     near the bottom of the range can still overflow the unused high-order heavy moments, and
@@ -262,11 +265,13 @@ def series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None = None) -> tupl
     """
     if is_numpy_array(q):
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            return _series(scaled_rows(q, n, xp), n, xp, plan)
-    return _series(scaled_rows(q, n, xp), n, xp, plan)
+            return _series(scaled_rows(q, n, xp), n, xp, plan, per_prefix)
+    return _series(scaled_rows(q, n, xp), n, xp, plan, per_prefix)
 
 
-def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any, Any]:
+def _series(
+    q: Any, n: int, xp: Any, plan: tuple[int, int] | None, per_prefix: bool = False
+) -> tuple[Any, Any]:
     B, V = q.shape
     m_plan, K = plan if plan is not None else PLANS[n]
     m = min(m_plan, V)
@@ -275,8 +280,8 @@ def _series(q: Any, n: int, xp: Any, plan: tuple[int, int] | None) -> tuple[Any,
     per_row = n_subsets(m, n) * (K + 1) * (m + 1)
     G = max(1, min(B, _HEAVY_ELEMS // per_row))
     if G >= B:
-        return series_rows(q, n, xp, m, K)
-    parts = [series_rows(q[g0 : g0 + G], n, xp, m, K) for g0 in range(0, B, G)]
+        return series_rows(q, n, xp, m, K, per_prefix)
+    parts = [series_rows(q[g0 : g0 + G], n, xp, m, K, per_prefix) for g0 in range(0, B, G)]
     return xp.concat([Q for Q, _ in parts], axis=0), xp.concat([e for _, e in parts], axis=0)
 
 
@@ -463,7 +468,9 @@ def series_eval(
     return Qc, Bc
 
 
-def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
+def series_rows(
+    q: Any, n: int, xp: Any, m: int, K: int, per_prefix: bool = False
+) -> tuple[Any, Any]:
     """:func:`series` for a group of rows with the plan (m, K) fixed (the heavy part's size)."""
     B, V = q.shape
     ctx = series_setup(q, n, xp, m, K)
@@ -478,7 +485,7 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
     n_chunks = -(-V // C)
     D_cum = max(depth_cumsum(V), depth_cumsum(C) + n_chunks)
     carry = xp.zeros((B, K, 1), dtype=q.dtype, device=device(q))
-    Q_parts, bound = [], xp.zeros_like(ctx["tau"])
+    Q_parts, B_parts, bound = [], [], xp.zeros_like(ctx["tau"])
     for t0 in range(0, V, C):
         t1 = min(V, t0 + C)
         uc = u[:, t0:t1]
@@ -490,6 +497,10 @@ def series_rows(q: Any, n: int, xp: Any, m: int, K: int) -> tuple[Any, Any]:
         pi = xp.concat([bk.zeros(xp, (B, 1, t1 - t0), q), Pi], axis=1)  # (B, K+1, C)
         Qc, Bc = series_eval(ctx, pi, seg[:, t0:t1], lam[:, t0:t1], npos[:, t0:t1], D_cum, xp)
         Q_parts.append(Qc)
+        if per_prefix:
+            B_parts.append(Bc)
         bound = xp.maximum(bound, xp.max(Bc, axis=-1))
     Q = xp.concat([bk.zeros(xp, (B, 1), q)] + Q_parts, axis=-1)
+    if per_prefix:
+        bound = xp.concat([bk.zeros(xp, (B, 1), q)] + B_parts, axis=-1)
     return Q, xp.where(xp.isnan(bound), xp.full_like(bound, math.inf), bound)

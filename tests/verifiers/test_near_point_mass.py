@@ -57,14 +57,17 @@ def test_plans_attain_alpha_star(law, n, rest):
     (``drafts.sampling.scale_exponent``); before, conditional Poisson accepted nothing
     (ε = 0.73 at n = 3, 0.82 at n = 4) and the sequential design stalled at ε = 2.2e-4 (n = 3)
     and 9.9e-3 (n = 4).  The sequential series' certified bound is 1.3e-9 at 1e-100 already
-    and at most 1.8e-9 below; 3e-9 there."""
+    and at most 1.8e-9 below; 3e-9 there.  Where ``seq-best`` takes ``seq-pair`` (rest 1e-8 and
+    1e-12) its bound holds D's, the series' bounds of two prefixes summed over the slots:
+    8.5e-10 (n = 3) and 1.3e-9 (n = 4); 2e-9 there."""
     cls, con = LAWS[law]
     p, q = _row(2000, rest)
     d = cls(q, n)
     plan = build_plan(p, d.q, n, con)
     a = float(fast.alpha_star(p, d))
     assert 0.0 <= a - plan.acceptance <= 1e-8, (a, plan.acceptance, plan.construction)
-    assert plan.law_error <= (1e-9 if rest >= 1e-30 else 3e-9)
+    pair = plan.construction == "seq-pair"
+    assert plan.law_error <= (2e-9 if pair else 1e-9 if rest >= 1e-30 else 3e-9)
 
 
 @pytest.mark.parametrize("heavy", [2, 3])

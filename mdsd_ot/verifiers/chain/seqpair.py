@@ -45,7 +45,10 @@ from .cutlaw import total_mass
 from .pairs import design_plan
 from .pieces import cp_levels
 
-__all__ = ["SetThinning", "seq_pair_plan", "thinning_weights", "exact_factor"]
+__all__ = [
+    "SetThinning", "seq_pair_plan", "thinning", "thinning_weights", "exact_factor", "rest_mass",
+    "rest_error",
+]  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -56,36 +59,89 @@ SLACK: float = 1e-12
 
 
 def thinning_weights(qn: np.ndarray, n: int) -> np.ndarray:
-    r""":math:`u_j = (1 - \sigma_j)(1 - q_j)^{-(n-1)/2}`, :math:`\sigma_j` =
-    :data:`SLACK` :math:`+ 4n\epsilon/(1 - q_j)` (q normalised, by slot).
+    r"""The weights of the thinning, by slot (q normalised): :math:`u_j = (1 - \sigma_j)
+    (1 - q_j)^{-(n-1)/2}` (Lemma 16), and for the heaviest token h the larger of that and
+    :math:`(1 - \sigma_h) A_h / \max_{j \ne h} u_j^{n-1}`, :math:`A_h = \frac1n
+    \sum_{k=0}^{n-1} (1 - q_h)^{-k}` (Lemma 16′: a draft set holds h at most once, and the
+    orderings that draw h early are the ones the geometric mean undercounts).
+    :math:`\sigma_j` = :data:`SLACK` :math:`+ 4n^2\epsilon/(1 - q_j)` covers the rounding.
 
     Examples
     --------
-    >>> thinning_weights(np.array([0.75, 0.25]), 3).round(9).tolist()  # 1/(1 - q)
-    [4.0, 1.333333333]
+    >>> thinning_weights(np.array([0.25, 0.75]), 3).round(9).tolist()  # 1/(1 - q)
+    [1.333333333, 4.0]
+    >>> thinning_weights(np.array([0.1, 0.1, 0.8]), 3).round(6).tolist()  # h: A_h / u_j^2
+    [1.111111, 1.111111, 8.37]
     """
     rest = 1.0 - qn
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sigma = SLACK + 4.0 * n * EPS / rest
-        return (1.0 - sigma) * rest ** (-(n - 1) / 2.0)
+        sigma = SLACK + 4.0 * n * n * EPS / rest
+        u = (1.0 - sigma) * rest ** (-(n - 1) / 2.0)
+        if len(qn) > 1:
+            h = int(np.argmax(qn))
+            other = float(np.max(np.delete(u, h)))
+            c = 1.0 / rest[h]
+            mean = sum(c**k for k in range(n)) / n
+            u[h] = max(u[h], (1.0 - sigma[h]) * mean / other ** (n - 1))
+    return u
+
+
+def rest_mass(total: tuple[float, float], masses: np.ndarray) -> np.ndarray:
+    r"""The mass outside a few tokens, :math:`\sum q - \sum_{j \in C} q_j`, for each row of
+    ``masses`` ((B, k), k >= 1, their masses): ``total`` (hi, lo) the double-double sum of all
+    masses, less the row's masses from the largest down.  Relative error at most
+    :math:`(k + 1)\epsilon + k(k - 1)\epsilon\, q_{(2)} / r` (r the result, :math:`q_{(2)}`
+    the row's second-largest mass): every step rounds once, relative to its own result, which is
+    at most r plus the masses still to come; the first is exact when the largest mass is at
+    least half the total.
+
+    Examples
+    --------
+    >>> rest_mass((1.0, 0.0), np.array([[0.75, 1e-17]])).tolist()  # 1 - 0.75 exact, then 1e-17
+    [0.25]
+    """
+    m = -np.sort(-masses, axis=1)
+    r = total[0] - m[:, 0]
+    r = r + total[1]
+    for i in range(1, m.shape[1]):
+        r = r - m[:, i]
+    return r
+
+
+def rest_error(n: int, second: float, delta: float) -> float:
+    r"""A bound on the relative error of :meth:`SetThinning.factor`: every mass outside a
+    proper subset of a draft set (:func:`rest_mass`, less than n tokens; plus 2ε for q's own
+    normalisation) has relative error at most :math:`\epsilon_r = (n + 3)\epsilon + n(n -
+    2)\epsilon\, q_{(2)}/\delta` (``second`` the second-largest mass, ``delta`` a lower bound
+    of the mass outside the n - 1 heaviest tokens); each of the n! terms of Σ(S) is a product of
+    n - 1 reciprocals of them, the recursion sums at most n terms n times, and
+    :math:`n! \prod u` and the division round n + 1 times: in all at most
+    :math:`1.01\,(3n^2 + 6n + n^3 q_{(2)}/\delta)\,\epsilon`.
+
+    Examples
+    --------
+    >>> rest_error(4, 0.1, 0.5) < 1e-13
+    True
+    """
+    return 1.01 * (3 * n * n + 6 * n + n**3 * second / delta) * EPS
 
 
 @dataclass
 class SetThinning:
-    r"""The thinning :math:`r(S)` of ``seq-pair`` by slot: ``qn`` the normalised q, ``u`` the
-    weights of :func:`thinning_weights`, ``rel_error`` a bound on the relative error of
-    :meth:`factor` (Lemma 16's rounding: :math:`2.02 (n^2/\delta + 2n^2 + 8)\epsilon`, δ the
-    mass outside the n - 1 heaviest tokens).
+    r"""The thinning :math:`r(S)` of ``seq-pair`` by slot: ``qn`` the normalised q, ``total``
+    their sum as a double-double (hi, lo), ``u`` the weights of :func:`thinning_weights`,
+    ``rel_error`` a bound on the relative error of :meth:`factor` (:func:`rest_error`).
 
     Examples
     --------
     >>> qn = np.array([0.5, 0.3, 0.2])
-    >>> th = SetThinning(qn, thinning_weights(qn, 3), 3, 0.0)
+    >>> th = SetThinning(qn, (1.0, 0.0), thinning_weights(qn, 3), 3, 0.0)
     >>> float(th.factor(np.array([[0, 1, 2]]))[0]) <= 1.0
     True
     """
 
     qn: np.ndarray
+    total: tuple[float, float]
     u: np.ndarray
     n: int
     rel_error: float
@@ -93,18 +149,16 @@ class SetThinning:
     def factor(self, own: np.ndarray) -> np.ndarray:
         r""":math:`r(S)` of every row of ``own`` ((B, n) distinct slots): :math:`\Sigma(S)` by
         the recursion over subsets :math:`f(C) = \sum_{x \in C} f(C \setminus x) / (1 -
-        q(C \setminus x))` (:math:`f(\emptyset) = 1`, the empty set's factor 1), then
-        :math:`n! \prod u / f(S)`."""
+        q(C \setminus x))` (:math:`f(\emptyset) = 1`, the empty set's factor 1; the masses
+        outside by :func:`rest_mass`), then :math:`n! \prod u / f(S)`."""
         own = np.asarray(own, dtype=np.int64)
         n = own.shape[1]
         qv = self.qn[own]
         N = 1 << n
         inv = np.ones((N, own.shape[0]))
-        mass = np.zeros((N, own.shape[0]))
         for mask in range(1, N - 1):
-            low = mask & -mask
-            mass[mask] = mass[mask ^ low] + qv[:, low.bit_length() - 1]
-            inv[mask] = 1.0 / (1.0 - mass[mask])
+            members = [i for i in range(n) if mask >> i & 1]
+            inv[mask] = 1.0 / rest_mass(self.total, qv[:, members])
         f = np.zeros((N, own.shape[0]))
         f[0] = 1.0
         for mask in range(1, N):
@@ -118,6 +172,31 @@ class SetThinning:
         for i in range(n):
             num *= self.u[own[:, i]]
         return num / f[N - 1]
+
+
+def thinning(qs: np.ndarray, n: int) -> SetThinning | str:
+    """The :class:`SetThinning` of the masses ``qs`` (by slot, any positive sum; n >= 2 and at
+    least n positive masses), or why not: q normalised by its correctly rounded sum, that sum
+    as a double-double, the weights of :func:`thinning_weights` and the error bound of
+    :func:`rest_error` with a certified lower bound δ of the mass outside the n - 1 heaviest.
+
+    Examples
+    --------
+    >>> th = thinning(np.array([2.0, 1.0, 1.0]), 3)
+    >>> th.qn.tolist(), th.total, bool(th.rel_error < 1e-13)
+    ([0.5, 0.25, 0.25], (1.0, 0.0), True)
+    """
+    V = len(qs)
+    qn = qs / total_mass(qs)[0]  # correctly rounded (math.fsum's algorithm, compiled)
+    total = total_mass(qn)  # Σ qn as a double-double: the sampler's masses outside its sets
+    heavy = np.argpartition(qn, V - (n - 1))[V - (n - 1) :]
+    top = np.sort(qn[heavy])[::-1]
+    second = float(top[1]) if n > 2 else 0.0
+    est = float(rest_mass(total, top[None, :])[0])  # the mass outside the n - 1 heaviest
+    delta = (est - n * (n - 2) * EPS * second) / (1.0 + (n + 3) * EPS) * (1.0 - EPS)
+    if not delta > 0.0:
+        return "the n - 1 heaviest tokens hold all of q"
+    return SetThinning(qn, total, thinning_weights(qn, n), n, rest_error(n, second, delta))
 
 
 def exact_factor(qn: list, u: list) -> Any:
@@ -153,13 +232,15 @@ def seq_pair_plan(
     r"""The ``seq-pair`` :class:`~mdsd_ot.verifiers.chain.plan.Plan` of one position (n >= 3),
     or a string saying why the design does not fit (the caller then keeps ``seq-best``'s other
     plans).  ``prefix``: the sequential Q on the prefixes 0..V of ``order`` and its error
-    bound (:func:`~.swap.prefix_Q_of`), when the caller has it.
+    bound (:func:`~.swap.prefix_Q_of`; the bound of every prefix, or their largest), when the
+    caller has it.
 
     The law of the rule is :math:`T = D + n! \sum_{x<y} \theta_y g_x w_y w_x e_{n-2}(w \text{
     on } H_y \setminus x) (e_x - e_y)` (Lemma 15 with the thinned kernel); its a-priori bound
-    adds to ``cp-pair``'s the error of D, :math:`2(V + 1)\,\beta_Q + \epsilon \sum D` (β_Q
-    the bound of Q on every prefix), the rounding of the weights, and the sampler's relative
-    error of r(S) times the handed-over flow.  ``info`` as :func:`~.pairs.pair_plan`'s.
+    adds to ``cp-pair``'s the error of D, :math:`\sum_k (\beta_k + \beta_{k-1}) + \epsilon
+    \sum D` (β_k the bound of Q on prefix k; :math:`2(V + 1) \max \beta` where only the
+    largest is given), the rounding of the weights, and the sampler's relative error of r(S)
+    (:func:`rest_error`) times the handed-over flow.  ``info`` as :func:`~.pairs.pair_plan`'s.
     """
     from .plan import _transfer
     from .swap import prefix_Q_of
@@ -168,30 +249,30 @@ def seq_pair_plan(
     if n < 3 or V <= n:
         return "n < 3 or V <= n"
     qs, ps = q[order], p[order]
-    Q, q_err = prefix if prefix is not None else prefix_Q_of(qs, n, "seq-swap")
+    Q, q_err = prefix if prefix is not None else prefix_Q_of(qs, n, "seq-swap", per_prefix=True)
     D = np.diff(Q)
     np.maximum(D, 0.0, out=D)
     E = _transfer(ps, Q[1:])[0].copy()  # the transfer path of the sub-law (Theorem 1)
     s = D + (E[1:] - E[:-1])
     np.minimum(s, ps, out=s)
     np.maximum(s, 0.0, out=s)
-    qn = qs / total_mass(qs)[0]  # correctly rounded (math.fsum's algorithm, compiled)
-    heavy = np.argpartition(qn, V - (n - 1))[V - (n - 1) :]
-    rest = np.ones(V, dtype=bool)
-    rest[heavy] = False
-    delta = total_mass(qn[rest])[0] * (1.0 - 4.0 * EPS)  # the least mass outside n - 1 drafts
-    if not delta > 0.0:
-        return "the n - 1 heaviest tokens hold all of q"
-    u = thinning_weights(qn, n)
+    thin = thinning(qs, n)
+    if isinstance(thin, str):
+        return thin
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        w = qn * u
+        w = thin.qn * thin.u
         e = cp_levels(w, n)
     if not (np.all(np.isfinite(w)) and all(np.isfinite(x[-1]) for x in e)):
         return "thinned weights out of range"
-    rel = 2.02 * (n * n / delta + 2 * n * n + 8) * EPS
-    law_extra = 2.0 * (V + 1) * float(q_err) + EPS * float(np.sum(D))
+    rel = thin.rel_error
+    if np.ndim(q_err):  # per prefix: D_k's error is at most err_k + err_{k-1}
+        d_err = 2.0 * float(np.sum(q_err)) - float(q_err[0]) - float(q_err[-1])
+        q_err = float(np.max(q_err))
+    else:
+        d_err = 2.0 * (V + 1) * float(q_err)
+    law_extra = d_err + EPS * float(np.sum(D))
     return design_plan(
         p, q, n, order, "seq-pair", w, e, 1.0 / math.factorial(n), D, s, E, float(q_err),
         law_extra=law_extra, flow_rel=rel, extra_depth=4 * n + 4,
-        thin=SetThinning(qn, u, n, rel),
+        thin=thin,
     )  # fmt: skip

@@ -43,8 +43,17 @@ SWAP: dict[str, str] = {
 STREAM_TOL: float = 1e-12
 
 
-def prefix_Q_of(qs: np.ndarray, n: int, construction: str) -> tuple[np.ndarray, float]:
-    """Q on the prefixes 0..V of the slot order (the fast solver's routines) and its error."""
+def prefix_Q_of(
+    qs: np.ndarray, n: int, construction: str, per_prefix: bool = False
+) -> tuple[np.ndarray, Any]:
+    """Q on the prefixes 0..V of the slot order (the fast solver's routines) and its error;
+    ``per_prefix`` (sequential drafts, n >= 3): the error of every prefix, (V + 1,), instead of
+    the largest (the same Q: :func:`~mdsd_ot.fast.series.series` as the fast kernel runs it)."""
+    if per_prefix and SWAP[construction] == "without" and n >= 3:
+        from ...fast.series import series
+
+        Q, err = series(qs[None, :].astype(np.float64), n, np, per_prefix=True)
+        return np.asarray(Q[0]), np.asarray(err[0])
     Q, err = prefix_Q(qs[None, :].copy(), n, SWAP[construction])  # the law's fast kernel
     out = np.empty(len(qs) + 1)
     out[0] = 0.0
@@ -190,8 +199,8 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     from .seqsingle import SINGLE_WIDE, SINGLE_WIDE_MAX_V, single_tokens
 
     stream = _relabel(p, q, n, order, "stream")
-    prefix = prefix_Q_of(q[order], n, "seq-swap")
-    sub = _swap_sublaw(p, q, n, order, "seq-swap", prefix)
+    prefix = prefix_Q_of(q[order], n, "seq-swap", per_prefix=True)
+    sub = _swap_sublaw(p, q, n, order, "seq-swap", (prefix[0], float(np.max(prefix[1]))))
     a_seq = float(sub[2].sum())
     choice: dict[str, Any] = {
         "alpha_without": a_seq, "stream_acceptance": stream.acceptance, "designed": False,
