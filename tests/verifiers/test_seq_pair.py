@@ -177,3 +177,114 @@ def test_two_drafts_are_declined_with_a_reason():
     """n < 3 is ``seq2``'s: a reason, not a plan."""
     p, q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.5, 0.0])
     assert seq_pair_plan(p, q, 2, np.arange(3)) == "n < 3 or V <= n"
+
+
+# --- many positions at once (batched_pairs.pair_rows(law="without")) ---------------------------
+
+
+def _seq_rows(V: int, specs) -> tuple[np.ndarray, np.ndarray]:
+    rows = [synthetic_pair(V, T, np.random.default_rng(s), noise=1.0) for s, T in specs]
+    return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+
+
+def test_rows_are_the_one_position_plans():
+    """pair_rows(law="without") on a batch of fitting and non-fitting rows (V = 300, n = 3, 4):
+    the same rows fit as for seq_pair_plan, with the same reasons, α (1e-12), law (1e-13) and
+    law bound (within 1 %); the thinning of the batched draws is SetThinning.factor's (1e-14)."""
+    from mdsd_ot.verifiers.chain.batched_pairs import _thin_factor, pair_rows
+    from mdsd_ot.verifiers.chain.plan import heavy_last, sort_keys
+
+    P, Q = _seq_rows(300, ((0, 1.0), (1, 0.3), (2, 2.0), (3, 0.5), (4, 1.0)))
+    for n in (3, 4):
+        plans = pair_rows(P, Q, n, law="without")
+        fits = np.asarray(plans.fits)
+        assert fits.any() and not fits.all(), fits
+        for b in range(len(P)):
+            order = heavy_last(chain_order(P[b], Q[b]), sort_keys(P[b], Q[b]), Q[b])
+            one = seq_pair_plan(P[b], Q[b], n, order)
+            assert fits[b] == (not isinstance(one, str)), (n, b, one)
+            if not fits[b]:
+                assert plans.why[b] == one
+                continue
+            assert abs(float(plans.alpha[b]) - one.acceptance) <= 1e-12
+            assert np.abs(plans.T[b] - one.T).max() <= 1e-13
+            assert plans.law_error[b] == pytest.approx(one.law_error, rel=1e-2)
+            sets = np.random.default_rng([n, b]).permuted(np.tile(np.arange(300), (50, 1)), axis=1)
+            sets = sets[:, :n]
+            r1 = one.pair.thin.factor(sets)
+            r2 = _thin_factor(tuple(x[b : b + 1] for x in plans.thin), sets[None])[0]
+            assert np.allclose(r1, r2, rtol=1e-14, atol=0)
+
+
+def test_verify_rows_numpy_and_torch():
+    """verify_rows(construction="seq-pair"), V = 300, n = 3, on numpy and CPU torch: rows that
+    fit are drawn from the batched plans, the others on the host by ``seq-best``'s plan; every
+    row's 40,000 outputs pass the G-test against p with an acceptance within 4 standard errors
+    of its certified one; torch's plans are numpy's (1e-12)."""
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+    from mdsd_ot.verifiers.chain.plan import build_plan
+
+    n, N = 3, 40_000
+    P, Q = _seq_rows(300, ((0, 1.0), (1, 0.3), (2, 2.0)))
+    g = np.random.default_rng(41)
+    t = np.stack([sample_drafts(drafts.WithoutReplacement(Q[b], n), g, N) for b in range(3)])
+    out, acc, plans = verify_rows(P, Q, n, t, g, construction="seq-pair", return_plans=True)
+    fits = np.asarray(plans.fits)
+    assert fits.any() and not fits.all(), fits
+    for b in range(3):
+        if not fits[b]:
+            one = build_plan(P[b], Q[b], n, "seq-pair")
+            assert one.construction != "seq-pair" and "pair" in one.info
+            assert abs(float(plans.alpha[b]) - one.acceptance) <= 1e-12
+        a = float(alpha_star(P[b], Q[b], n=n, scheme=SEQ))
+        assert 0.0 <= a - float(plans.alpha[b]) <= 1e-9
+        assert g_test_pvalue(out[b], P[b]) > 1e-4, b
+        assert abs(float(acc[b].mean()) - float(plans.alpha[b])) <= 4 * np.sqrt(0.25 / N)
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    from mdsd_ot.verifiers.chain.batched_pairs import pair_rows
+
+    Pn, Qn = P / P.sum(axis=1, keepdims=True), Q / Q.sum(axis=1, keepdims=True)
+    a, b = pair_rows(Pn, Qn, n, law="without"), pair_rows(torch.tensor(Pn), torch.tensor(Qn), n,
+                                                          law="without")  # fmt: skip
+    assert np.array_equal(np.asarray(b.fits), fits) and a.why == b.why
+    for name in ("T", "acc", "theta", "g", "alpha", "law_error"):
+        x, y = np.asarray(getattr(a, name)), getattr(b, name).numpy()
+        assert np.allclose(x[fits], y[fits], rtol=1e-12, atol=1e-15), name
+    Pt, Qt, tt = torch.tensor(P), torch.tensor(Q), torch.tensor(t[:, :2000])
+    o2, a2 = verify_rows(Pt, Qt, n, tt, torch.Generator().manual_seed(3), construction="seq-pair")
+    assert o2.shape == (3, 2000) and torch.equal(a2, (tt == o2[..., None]).any(dim=-1))
+
+
+def test_verify_rows_refuses_two_drafts_and_repeats():
+    from mdsd_ot.verifiers.chain.batched import verify_rows
+
+    p, q = synthetic_pair(50, 1.0, np.random.default_rng(0), noise=1.0)
+    with pytest.raises(ValueError, match="seq-pair is the sequential-drafts verifier for n >= 3"):
+        verify_rows(p[None], q[None], 2, np.array([[0, 1]]), 0, construction="seq-pair")
+    with pytest.raises(ValueError, match="WithoutReplacement"):
+        verify_rows(p[None], q[None], 3, np.array([[0, 1, 1]]), 0, construction="seq-pair")
+
+
+def test_tensor_rows_of_sequential_drafts_route_by_device(monkeypatch):
+    """``ChainOptimal(WithoutReplacement(q, 4)).sample_rows`` on torch tensors: on the CPU the
+    numpy route (``device_route`` is False for ``seq-pair`` there); on another device (here
+    forced on for CPU tensors, the host copy made to fail) ``verify_rows(construction=
+    "seq-pair")`` draws the rows at once."""
+    torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+    from mdsd_ot.verifiers.chain import verifier as chain_verifier
+
+    n = 4
+    P, Q = _seq_rows(300, ((0, 1.0), (2, 2.0)))
+    rng = np.random.default_rng(8)
+    t = np.stack([sample_drafts(drafts.WithoutReplacement(Q[b], n), rng, 50) for b in range(2)])
+    v = ChainOptimal(drafts.WithoutReplacement(Q[0], n))
+    Pt, Qt, tt = torch.tensor(P), torch.tensor(Q), torch.tensor(t)
+    assert not chain_verifier.device_route("seq-pair", Pt)
+
+    def refuse(*a, **k):
+        raise AssertionError("copied to the host")
+
+    monkeypatch.setattr(chain_verifier, "on_host", refuse)
+    monkeypatch.setattr(chain_verifier, "device_route", lambda con, P: con == "seq-pair")
+    out, acc = v.sample_rows(Pt, Qt, tt, torch.Generator().manual_seed(0))
+    assert out.shape == (2, 50) and torch.equal(acc, (tt == out[..., None]).any(dim=-1))

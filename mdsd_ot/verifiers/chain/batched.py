@@ -18,9 +18,10 @@ rows) and re-exports the rest: the plans (:class:`~.batched_plans.RowPlans`,
 :func:`~.batched_plans.law_error_bound`) from :mod:`.batched_plans`, the draws
 (:func:`~.batched_draws.sample_relabel_rows`, :func:`~.batched_draws.kernel_row`: how a draw
 finds its kernel entry without enumerating its partners) from :mod:`.batched_draws`, and
-the ``cp-pair`` plans and draws of conditional Poisson with n >= 3
-(:class:`~.batched_pairs.PairRowPlans`, :func:`~.batched_pairs.pair_rows`,
-:func:`~.batched_pairs.sample_pair_rows`) from :mod:`.batched_pairs`.
+the ``cp-pair`` plans and draws of conditional Poisson with n >= 3 and the ``seq-pair`` ones of
+sequential drafts with n >= 3 (:class:`~.batched_pairs.PairRowPlans`,
+:func:`~.batched_pairs.pair_rows`, :func:`~.batched_pairs.sample_pair_rows`) from
+:mod:`.batched_pairs`.
 
 Examples
 --------
@@ -109,6 +110,7 @@ CONSTRUCTIONS: dict[str, str] = {
     "relabel": "with",
     "cp2": "conditional-poisson",
     "cp-pair": "conditional-poisson",
+    "seq-pair": "without",
 }
 
 
@@ -169,6 +171,11 @@ def verify_rows(
             f"n: cp-pair is the conditional-Poisson verifier for n >= 3, got n = {n}; use "
             "construction='cp2' for two drafts"
         )
+    if construction == "seq-pair" and n < 3:
+        raise ValueError(
+            f"n: seq-pair is the sequential-drafts verifier for n >= 3, got n = {n}; two "
+            "sequential drafts have the one-position seq2 plans (ChainOptimal.sample_rows)"
+        )
     kernel = CONSTRUCTIONS[construction]
     P = P if bk.is_array(P) else np.asarray(P)  # lists and other sequences: numpy rows
     Q = Q if bk.is_array(Q) else np.asarray(Q)
@@ -212,14 +219,15 @@ def verify_rows(
             shape, dtype=xp.bool, device=dev
         )
     t = _check_tokens(t, B, V, n, Q2)
-    if construction != "relabel":  # conditional Poisson: a repeat has probability 0
+    if construction != "relabel":  # distinct drafts: a repeat has probability 0
         from .._base import check_distinct_tokens
 
-        check_distinct_tokens(t, "ConditionalPoisson")
-    if construction == "cp-pair":
-        pplans = pair_rows(P2, Q2, n)
+        law = "WithoutReplacement" if kernel == "without" else "ConditionalPoisson"
+        check_distinct_tokens(t, law)
+    if construction in ("cp-pair", "seq-pair"):
+        pplans = pair_rows(P2, Q2, n, law=kernel)
         out, accepted = sample_pair_rows(_fitting(pplans), t, rng)
-        _host_rows(pplans, P2, Q2, t, rng, out, accepted, "cp-pair")
+        _host_rows(pplans, P2, Q2, t, rng, out, accepted, construction)
         return (out, accepted, pplans) if return_plans else (out, accepted)
     plans = relabel_rows(P2, Q2, n) if construction == "relabel" else cp2_rows(P2, Q2)
     out, accepted = sample_relabel_rows(plans, t, rng)

@@ -78,7 +78,8 @@ _NORMAL_EN = 2.0**-32  #: e_n(q) below this to the n-th power: the levels of 2^k
 
 @dataclass
 class PairRowPlans:
-    r"""The ``cp-pair`` verifier of B positions, by slot (chain order of each row).
+    r"""The ``cp-pair`` (or ``seq-pair``) verifier of B positions, by slot (chain order of each
+    row).
 
     Arrays live on the rows' device (numpy or torch); ``why`` and ``hold_back`` are host lists.
     Only the rows with ``fits`` True are plans: the others hold whatever the design reached
@@ -93,7 +94,8 @@ class PairRowPlans:
     ps, qs : (B, V)
         p and q by slot.
     D : (B, V)
-        Law of "select the top draft", :math:`q_k e_{n-1}(H_k) / e_n`.
+        Law of "select the top draft", :math:`q_k e_{n-1}(H_k) / e_n` (``seq-pair``: the
+        differences of the sequential Q on the prefixes).
     s : (B, V)
         The optimal accepted sub-law, clipped to [0, p].
     theta, g : (B, V)
@@ -122,7 +124,8 @@ class PairRowPlans:
     hold_back : list of (str or None)
         The target path that fits (``"min"`` or ``"bottom"``), per row.
     en : (B,)
-        :math:`e_n(2^k q)` of each row (k = ``scale``).
+        :math:`e_n(2^k q)` of each row (k = ``scale``); ``seq-pair``: :math:`1/n!`, the
+        normaliser of its kernel.
     scale : (B,)
         The exponent k: where :math:`e_n(q) < 2^{-32n}` the levels, D, θ, g and the flows are
         those of :math:`2^k q` (:func:`~mdsd_ot.drafts.sampling.scale_exponent`; the law is
@@ -134,6 +137,11 @@ class PairRowPlans:
         Per fitted row whose design has a relay (the heaviest receiver also hands over,
         proofs/optimal_verifier.md §11), ``{"token": id, "share": ρ}`` as in the one-position
         plan's ``info["relay"]``; None otherwise.
+    thin : tuple or None
+        ``seq-pair`` (sequential drafts): ``(qn, hi, lo, u)``, the normalised q and the
+        weights u by slot and the double-double sum of qn per row, from which the sampler
+        forms each draft set's thinning r(S) (:func:`.seqpair.SetThinning`); None for
+        ``cp-pair``.
 
     Examples
     --------
@@ -167,6 +175,7 @@ class PairRowPlans:
     flows: Any
     scale: Any = None
     relay: list | None = None
+    thin: tuple | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -541,8 +550,14 @@ def _scale(qs, e, en, n, D, s, Ep, live, tol, share: float = 0.0) -> _Design:
     return _Design(theta, g, T, best_short, worst, iters, started, seg.lo, has_relay, relay_slot)
 
 
-def pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
-    r"""The ``cp-pair`` plans (:func:`.pairs.pair_plan`) of the rows of ``P`` and ``Q``.
+def pair_rows(P: Any, Q: Any, n: int, law: str = "conditional-poisson") -> PairRowPlans:
+    r"""The ``cp-pair`` plans (:func:`.pairs.pair_plan`) of the rows of ``P`` and ``Q``; with
+    ``law="without"`` the ``seq-pair`` plans of sequential drafts
+    (:func:`.seqpair.seq_pair_plan`: D, E and s from the certified sequential Q of every
+    prefix, :func:`mdsd_ot.fast.series.series`; the design on the weights
+    :math:`w = q u` of :func:`.seqpair.thinning_weights` with :math:`n!` in place of
+    :math:`1/e_n`; the law bound adds D's error, the weights' roundings and the sampler's
+    relative error of the thinning r(S) times the handed-over flow, as the one-position plan).
 
     ``P`` and ``Q`` are validated float64 (B, V) rows summing to 1 (numpy arrays or torch
     tensors, on any device); ``n >= 3`` conditional-Poisson drafts.  Per row: the chain order,
@@ -620,11 +635,21 @@ def pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     ([True, False], 1.0, True)
     >>> plans.why[1][:46]  # p = q uniform: the separable hand-overs are not a rule
     'min: not a rule: a draft set would hand over w'
+    >>> seq = pair_rows(P[:1], Q[:1], 3, law="without")  # sequential drafts: seq-pair
+    >>> from mdsd_ot.fast import alpha_star
+    >>> a = float(alpha_star(P[0], Q[0], n=3, scheme="without"))
+    >>> bool(seq.fits[0]), bool(0 <= a - float(seq.alpha[0]) < 1e-9), seq.thin is not None
+    (True, True, True)
     """
+    if law not in ("conditional-poisson", "without"):
+        raise ValueError(
+            f"law: expected 'conditional-poisson' (cp-pair) or 'without' (seq-pair), got {law!r}"
+        )
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 3:
         raise ValueError(
-            f"n: cp-pair needs an integer n >= 3 conditional-Poisson drafts, got {n!r}; for "
-            "n = 2 use batched_plans.cp2_rows"
+            f"n: {'cp-pair' if law != 'without' else 'seq-pair'} needs an integer n >= 3 drafts,"
+            f" got {n!r}; for n = 2 use batched_plans.cp2_rows (conditional Poisson) or the "
+            "one-position seq2 plans (sequential)"
         )
     n = int(n)
     if getattr(P, "ndim", None) != 2 or tuple(P.shape) != tuple(getattr(Q, "shape", ())):
@@ -645,17 +670,72 @@ def pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
         raise ValueError(f"n: at most V = {V} distinct drafts, got n = {n}; lower n")
     if _np(P):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            return _pair_rows(P, Q, n)
-    return _pair_rows(P, Q, n)
+            return _pair_rows(P, Q, n, law)
+    return _pair_rows(P, Q, n, law)
 
 
-def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
-    """:func:`pair_rows` after its checks."""
+def _seq_prelude(ps: Any, qs: Any, n: int) -> tuple:
+    """The sequential rows' (``seq-pair``) inputs of the design: weights, levels, normaliser,
+    D, E, s, live rows, reasons, the thinning (qn, hi, lo, u), the bound's extra terms."""
+    from ...fast._dd import accurate_sum
+    from ...fast.series import series
+    from .seqpair import SLACK
+
+    xp = bk.namespace(qs)
+    B, V = qs.shape
+    Qf, berr = series(qs, n, xp, per_prefix=True)  # Q and its bound on every prefix 0..V
+    zero = xp.zeros_like(qs)
+    D = xp.maximum(Qf[:, 1:] - Qf[:, :-1], zero)
+    E = transfer_path(xp.cumulative_sum(ps, axis=-1) - Qf[:, 1:])[0]
+    s = xp.maximum(xp.minimum(D + (E[:, 1:] - E[:, :-1]), ps), zero)
+    d_err = 2.0 * xp.sum(berr, axis=-1) - berr[:, 0] - berr[:, -1] + EPS * xp.sum(D, axis=-1)
+    hi, _, eta = accurate_sum(qs, xp)
+    qn = qs / hi[:, None]
+    th, tl, teta = accurate_sum(qn, xp)
+    top, _ = bk.topk(qn, n - 1)  # descending
+    est = th - top[:, 0]
+    est = est + tl
+    for i in range(1, n - 1):
+        est = est - top[:, i]
+    second = top[:, 1]
+    delta = (est - n * (n - 2) * EPS * second - teta) / (1.0 + (n + 3) * EPS) * (1.0 - EPS)
+    ok = delta > 0
+    safe_delta = xp.where(ok, delta, xp.ones_like(delta))
+    rel = 1.01 * (3 * n * n + 6 * n) * EPS  # seqpair.rest_error, and the two sums' bounds
+    rel = rel + 1.01 * n**3 * EPS * second / safe_delta + (n + 1) * (teta / safe_delta + eta / hi)
+    rest1 = 1.0 - qn  # the weights of seqpair.thinning_weights, row by row
+    sigma = SLACK + 4.0 * n * n * EPS / rest1
+    u = (1.0 - sigma) * rest1 ** (-(n - 1) / 2.0)
+    h = xp.argmax(qn, axis=-1)
+    at_h = bk.arange_like(qs, V)[None, :] == h[:, None]
+    other = xp.max(xp.where(at_h, xp.full_like(u, -math.inf), u), axis=-1)
+    c = 1.0 / xp.sum(xp.where(at_h, rest1, zero), axis=-1)
+    mean = sum(c**k for k in range(n)) / n
+    sig_h = xp.sum(xp.where(at_h, sigma, zero), axis=-1)
+    u_h = xp.maximum(
+        xp.sum(xp.where(at_h, u, zero), axis=-1), (1.0 - sig_h) * mean / other ** (n - 1)
+    )
+    u = xp.where(at_h, u_h[:, None], u)
+    w = qn * u
+    e = _levels(w, n)
+    en = xp.full_like(hi, 1.0 / math.factorial(n))
+    finite = xp.all(xp.isfinite(e[:, :, -1]), axis=-1) & xp.all(xp.isfinite(w), axis=-1)
+    live = finite & ok & xp.isfinite(d_err)
+    ok_h, finite_h = (np.asarray(f).astype(bool) for f in bk.to_host(ok, finite))
+    why: list = [None] * B
+    for b in range(B):  # host strings only (no array work per row)
+        if not ok_h[b]:
+            why[b] = "the n - 1 heaviest tokens hold all of q"
+        elif not finite_h[b]:
+            why[b] = "thinned weights out of range"
+    return w, e, en, en, D, E, s, live, why, xp.zeros_like(hi), (qn, th, tl, u, rel, d_err)
+
+
+def _cp_prelude(P: Any, Q: Any, ps: Any, qs: Any, n: int) -> tuple:
+    """The conditional-Poisson rows' (``cp-pair``) inputs of the design (as
+    :func:`_seq_prelude`; no thinning, no extra bound terms)."""
     xp = bk.namespace(P, Q)
     B, V = P.shape
-    order, _ = _chain_order(P, Q)
-    ps, qs = bk.take_rows(P, order), bk.take_rows(Q, order)
-    rank = _ranks(order)
     top, _ = bk.topk(Q, n)
     total = xp.sum(Q, axis=-1, keepdims=True)
     under = xp.sum(xp.log2(top / total), axis=-1) < CP_UNDERFLOW_BITS
@@ -682,6 +762,21 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
             why[b] = "products underflow"
         elif not finite_h[b]:
             why[b] = "elementary symmetric levels out of range"
+    return qd, e, en, safe_en, D, E, s, live, why, k, None
+
+
+def _pair_rows(P: Any, Q: Any, n: int, law: str = "conditional-poisson") -> PairRowPlans:
+    """:func:`pair_rows` after its checks."""
+    xp = bk.namespace(P, Q)
+    B, V = P.shape
+    order, _ = _chain_order(P, Q)
+    ps, qs = bk.take_rows(P, order), bk.take_rows(Q, order)
+    rank = _ranks(order)
+    if law == "without":
+        pre = _seq_prelude(ps, qs, n)
+    else:
+        pre = _cp_prelude(P, Q, ps, qs, n)
+    qd, e, en, safe_en, D, E, s, live, why, k, thin = pre
     tol = PAIR_TOL + 1e-15 * V
     # per row its order of tries (pairs.pair_plan): heavy-receiver rows try a relay first
     (heavy_h,) = bk.to_host(heavy_receiver(qs, D, s))
@@ -753,10 +848,14 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     acc = xp.maximum(xp.minimum(s, T), zero)
     alpha = xp.sum(acc, axis=-1)
     # sum_k g_k In^G_k = sum_y theta_y Out^G_y (both the total of theta_y g_x M^G(y, x) e_n)
-    flows = xp.sum(D, axis=-1) + 2.0 * xp.sum(g * _inflow(qd, e, n, None, theta), axis=-1) / safe_en
-    law_error = _law_error(n, V, flows, safe_en, xp.max(g, axis=-1), xp.max(theta, axis=-1))
+    handed = 2.0 * xp.sum(g * _inflow(qd, e, n, None, theta), axis=-1) / safe_en
+    flows = xp.sum(D, axis=-1) + handed
+    extra = 0 if thin is None else 4 * n + 4  # seq-pair: the roundings of q / Σ q and q u
+    law_error = _law_error(n, V, flows, safe_en, xp.max(g, axis=-1), xp.max(theta, axis=-1), extra)
+    if thin is not None:  # D's own error and the sampler's relative error of r(S)
+        law_error = law_error + thin[5] + thin[4] * handed
     fitted = _index(qs, np.array([b for b in range(B) if chosen[b] is not None], dtype=int))
-    fits = _put(xp.zeros_like(under), fitted, xp.ones_like(under[fitted]))
+    fits = _put(xp.zeros_like(live), fitted, xp.ones_like(live[fitted]))
     fits = fits & (law_error <= UNCERTIFIED)
     (err_h,) = bk.to_host(law_error)
     hold_back: list = [None] * B
@@ -777,12 +876,14 @@ def _pair_rows(P: Any, Q: Any, n: int) -> PairRowPlans:
     return PairRowPlans(
         n, order, rank, ps, qs, D, s, theta, g, out.block, T, acc, alpha, law_error, fits, why,
         out.short, out.worst, iters, hold_back, en, flows, k, relay,
+        None if thin is None else thin[:4],
     )  # fmt: skip
 
 
-def _law_error(n: int, V: int, flows: Any, en: Any, gmax: Any, tmax: Any) -> Any:
-    """The bound β of :func:`pair_rows` per row (non-finite inputs give a non-finite bound)."""
-    d = 3 * n * (V + 3) + 6 * n + 16
+def _law_error(n: int, V: int, flows: Any, en: Any, gmax: Any, tmax: Any, extra: int = 0) -> Any:
+    """The bound β of :func:`pair_rows` per row (non-finite inputs give a non-finite bound;
+    ``extra``: more roundings in the depth)."""
+    d = 3 * n * (V + 3) + 6 * n + 16 + extra
     gam = d * EPS / (1.0 - d * EPS)
     tiny = 16.0 * n * float(V + 2) ** 2 * _TINY
     return (
@@ -793,6 +894,47 @@ def _law_error(n: int, V: int, flows: Any, en: Any, gmax: Any, tmax: Any) -> Any
 
 
 # --- the draws -------------------------------------------------------------------------------
+
+
+def _sort_desc(x: Any) -> Any:
+    """``x`` sorted along its last axis, largest first (numpy or torch)."""
+    if _np(x):
+        return -np.sort(-x, axis=-1)
+    return bk.namespace(x).sort(x, axis=-1, descending=True)
+
+
+def _thin_factor(thin: tuple, own: Any) -> Any:
+    r"""The thinning :math:`r(S)` of every draft set, (B, k), from ``own`` (B, k, n) slots and
+    the plans' ``thin`` = (qn, hi, lo, u): :meth:`.seqpair.SetThinning.factor` on the array API
+    (the masses outside a set by :func:`.seqpair.rest_mass`, the same operations)."""
+    qn, hi, lo, u = thin
+    xp = bk.namespace(qn)
+    n = own.shape[-1]
+    qv, uv = _gather_flat(qn, own), _gather_flat(u, own)
+    N = 1 << n
+    one = xp.ones_like(qv[..., 0])
+    inv = [one] * N
+    for mask in range(1, N - 1):
+        members = [i for i in range(n) if mask >> i & 1]
+        m = _sort_desc(xp.stack([qv[..., i] for i in members], axis=-1))
+        r = hi[:, None] - m[..., 0]
+        r = r + lo[:, None]
+        for i in range(1, len(members)):
+            r = r - m[..., i]
+        inv[mask] = 1.0 / r
+    f = [one] + [None] * (N - 1)
+    for mask in range(1, N):
+        acc = xp.zeros_like(one)
+        for i in range(n):
+            if mask >> i & 1:
+                c = mask ^ (1 << i)
+                acc = acc + f[c] * inv[c]
+        f[mask] = acc
+    num = one * float(math.factorial(n))
+    for i in range(n):
+        num = num * uv[..., i]
+    r = num / f[N - 1]
+    return xp.where(xp.isfinite(r), r, xp.zeros_like(r))  # rows that do not fit: no hand-over
 
 
 def sample_pair_rows(plans: PairRowPlans, t: Any, rng: Any = None) -> tuple[Any, Any]:
@@ -834,6 +976,8 @@ def sample_pair_rows(plans: PairRowPlans, t: Any, rng: Any = None) -> tuple[Any,
     lam = _gather_flat(plans.theta, y)[:, :, None] * _gather_flat(plans.g, own)
     same = _gather_flat(plans.block, own) == _gather_flat(plans.block, y)[:, :, None]
     lam = xp.where((own < y[:, :, None]) & same, lam, xp.zeros_like(lam))
+    if plans.thin is not None:  # seq-pair: each draft set's thinning r(S)
+        lam = lam * _thin_factor(plans.thin, own)[:, :, None]
     cum = xp.cumulative_sum(lam, axis=-1)
     u = _uniforms(rng, (B, k), plans.qs)
     hit = u[:, :, None] < cum

@@ -100,13 +100,16 @@ def device_route(construction: str | None, P: Any) -> bool:
     :func:`~mdsd_ot.verifiers.chain.batched.verify_rows` rather than copied to the host for the
     numpy route (:func:`~mdsd_ot.verifiers.chain.sample.draw_rows`).
 
-    Off the CPU: ``relabel``, ``cp2`` and ``cp-pair``.  On the CPU, whichever was faster per
+    Off the CPU: ``relabel``, ``cp2``, ``cp-pair`` and ``seq-pair`` (sequential drafts with
+    n >= 3; its rows that do not fit are planned on the host by ``seq-best``, whose stream
+    shortcut the device route does not take).  On the CPU, whichever was faster per
     row (2-core AMD EPYC, CPU torch with 2 threads, numba; 2026-12-07): ``relabel`` and
     ``cp2`` up to V = :data:`CPU_ARRAY_MAX_V` (n = 2: 0.02 ms against 0.28–0.35 at V = 200,
     B = 2,000; 0.24–0.26 against 0.33–0.39 at V = 2,000; 0.6–0.7 against 0.4–0.5 at
     V = 5,000; 35–39 against 8.6–10.7 at V = 152,064), ``cp-pair`` never (n = 4: 0.94 against
     1.13 ms at V = 200, 1.1 against 1.0 at V = 500–1,000, 1.4 against 1.05 at V = 2,000, 65
-    against 22 at V = 152,064).  Every other construction copies the rows to the host.
+    against 22 at V = 152,064), ``seq-pair`` never (the numpy route's plan per row is the
+    same design).  Every other construction copies the rows to the host.
 
     Examples
     --------
@@ -118,12 +121,12 @@ def device_route(construction: str | None, P: Any) -> bool:
     >>> device_route("relabel", Rows("cpu", 1000)), device_route("relabel", Rows("cpu", 152_064))
     (True, False)
     """
-    if construction not in CONSTRUCTIONS:  # relabel, cp2, cp-pair
+    if construction not in CONSTRUCTIONS:  # relabel, cp2, cp-pair, seq-pair
         return False
     dev = getattr(P, "device", None)
     if getattr(dev, "type", "cpu") != "cpu":
         return True
-    return construction != "cp-pair" and int(P.shape[-1]) <= CPU_ARRAY_MAX_V
+    return construction in ("relabel", "cp2") and int(P.shape[-1]) <= CPU_ARRAY_MAX_V
 
 
 def _list_plan(p: Any, q: list, draft: DraftLaw, con: str, exact: bool) -> Any:
@@ -367,8 +370,9 @@ class ChainOptimal(Verifier):
         (:func:`~mdsd_ot.verifiers.chain.sample.draw_rows`).  Tensors (torch, any device) with
         i.i.d. drafts (``relabel``): every row at once on the tensors' device, no per-row loop
         (:func:`~mdsd_ot.verifiers.chain.batched.verify_rows`; ``rng`` may be a
-        ``torch.Generator``); so do two conditional-Poisson drafts (``cp2``), and n >= 3 of
-        them (``cp-pair``, :func:`~mdsd_ot.verifiers.chain.batched_pairs.pair_rows`).  On the
+        ``torch.Generator``); so do two conditional-Poisson drafts (``cp2``), n >= 3 of
+        them (``cp-pair``, :func:`~mdsd_ot.verifiers.chain.batched_pairs.pair_rows`), and
+        sequential drafts with n >= 3 off the CPU (``seq-pair``).  On the
         CPU the faster route per row is taken (:func:`device_route`): that one for ``relabel``
         and ``cp2`` up to V = :data:`CPU_ARRAY_MAX_V`, the numpy route beyond and for
         ``cp-pair``.  The other constructions copy the rows to the host, run the numpy route
@@ -429,6 +433,8 @@ class ChainOptimal(Verifier):
             shape = tuple(t.shape[:-1]) if hasattr(t, "shape") else (0,)
             return (torch.empty(shape, dtype=torch.int64, device=P.device),
                     torch.empty(shape, dtype=torch.bool, device=P.device))  # fmt: skip
+        if con == "seq-best":  # on a device: the pair rule's rows at once (seq-best's second
+            con = "seq-pair"  # choice; the rows where it does not fit go to the host's plan)
         if device_route(con, P):  # every row at once on the device
             t = _token_array(draft_tokens, B)
             return verify_rows(P, Qd, draft.n, t, rng, construction=con, names=("P", "Qd"))
