@@ -26,7 +26,8 @@ on a CPU it runs the same steps with ``time.perf_counter`` (``--device cpu``).
    the bounds, against numpy (float64) and timed (fp32) with and without that row.
 5. **The optimal verifier** on the device (``verify_rows``, issue 11: ``relabel`` for i.i.d.
    drafts, n = 2 and 4; ``cp2`` for conditional Poisson, n = 2; ``cp-pair`` for conditional
-   Poisson, n = 4, α* − ε with ε <= 1e-9, rows whose design does not fit drawn on the host):
+   Poisson and ``seq-pair`` for sequential drafts, n = 4, α* − ε with ε <= 1e-9, rows whose
+   design does not fit drawn on the host):
    α* against numpy, the
    acceptance of 2 x 10^5 verified tuples per row (drawn from the draft law) against α*
    (4 standard errors) and the output's G-test against p (top tokens plus a tail bucket), then
@@ -331,7 +332,7 @@ def verifier_rows(device, timer, Bs, R, log, results) -> None:
     the time per call over ``torch.sort`` of the keys."""
     from scipy.stats import chi2
 
-    from mdsd_ot.drafts import ConditionalPoisson, WithReplacement
+    from mdsd_ot.drafts import ConditionalPoisson, WithoutReplacement, WithReplacement
     from mdsd_ot.verifiers.chain.batched import relabel_rows, sample_relabel_rows, verify_rows
 
     N = 200_000
@@ -341,6 +342,7 @@ def verifier_rows(device, timer, Bs, R, log, results) -> None:
         ("relabel", 4, WithReplacement, "with"),
         ("cp2", 2, ConditionalPoisson, "conditional-poisson"),
         ("cp-pair", 4, ConditionalPoisson, "conditional-poisson"),
+        ("seq-pair", 4, WithoutReplacement, "without"),
     ):
         log(f"\n5. optimal verifier {construction}, n = {n} (verify_rows), float64 on the device")
         Pn, Qn = synthetic_batch(4, 152_064, 1.0, 11)
@@ -350,11 +352,11 @@ def verifier_rows(device, timer, Bs, R, log, results) -> None:
         t = torch.from_numpy(t).to(device)
         out, acc, plans = verify_rows(P, Q, n, t, g, construction, return_plans=True)
         alpha = plans.alpha.cpu().numpy()
-        # cp-pair attains α* − ε, ε at most its scaling's tolerance (about 2.5e-10 here)
-        tol = 1e-9 if construction == "cp-pair" else 1e-12
+        # the pair rules attain α* − ε, ε at most their scaling's tolerance (about 2.5e-10 here)
+        tol = 1e-9 if construction in ("cp-pair", "seq-pair") else 1e-12
         log(f"  alpha* vs numpy: max |diff| {np.max(np.abs(alpha - ref)):.1e} (must be <= {tol:g})")
-        if construction == "cp-pair":
-            log(f"  rows whose cp-pair design fits (the others drawn on the host): "
+        if construction in ("cp-pair", "seq-pair"):
+            log(f"  rows whose {construction} design fits (the others drawn on the host): "
                 f"{int(plans.fits.sum())}/4")  # fmt: skip
         a_hat = acc.double().mean(dim=1).cpu().numpy()
         z = np.max(np.abs(a_hat - ref) / np.sqrt(ref * (1 - ref) / N))
