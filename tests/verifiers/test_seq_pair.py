@@ -288,3 +288,27 @@ def test_tensor_rows_of_sequential_drafts_route_by_device(monkeypatch):
     monkeypatch.setattr(chain_verifier, "device_route", lambda con, P: con == "seq-pair")
     out, acc = v.sample_rows(Pt, Qt, tt, torch.Generator().manual_seed(0))
     assert out.shape == (2, 50) and torch.equal(acc, (tt == out[..., None]).any(dim=-1))
+
+
+@pytest.mark.parametrize("gap", [1e-8, 1e-12, 1e-14, 1e-15])
+def test_weights_stay_positive_and_exact_near_a_point_mass(gap):
+    """A draft within ``gap`` of a point mass (V = 6, n = 3 and 4): the stored weights are
+    positive and finite and r(S) <= 1 in exact arithmetic on every set (the earlier slack,
+    1 - 4n^2 u / (1 - q), was negative from about 1e-14 on); where ``seq-best`` takes
+    ``seq-pair`` the exact output law is p."""
+    rng = np.random.default_rng(int(-np.log10(gap)))
+    used = 0
+    for n in (3, 4):
+        q = np.concatenate([[1.0 - gap], rng.dirichlet(np.ones(5)) * gap])
+        q = q / q.sum()
+        th = thinning(q, n)
+        assert np.all(th.u > 0) and np.all(np.isfinite(th.u))
+        qf = [Fraction(float(x)) for x in q]
+        tot = sum(qf)
+        for S in itertools.combinations(range(6), n):
+            r = exact_factor([qf[j] / tot for j in S], [Fraction(float(th.u[j])) for j in S])
+            assert 0 < r <= 1, (n, S)
+        p = rng.dirichlet(np.ones(6))
+        pr, qr = _rational(p), [x / tot for x in qf]
+        used += _check_exact(pr, qr, n, n)  # checks only where the plan is seq-pair
+    assert used >= 1 or gap < 1e-14  # n = 3 takes seq-pair down to 1e-14

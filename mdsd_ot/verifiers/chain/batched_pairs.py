@@ -704,17 +704,15 @@ def _seq_prelude(ps: Any, qs: Any, n: int) -> tuple:
     rel = 1.01 * (3 * n * n + 6 * n) * EPS  # seqpair.rest_error, and the two sums' bounds
     rel = rel + 1.01 * n**3 * EPS * second / safe_delta + (n + 1) * (teta / safe_delta + eta / hi)
     rest1 = 1.0 - qn  # the weights of seqpair.thinning_weights, row by row
-    sigma = SLACK + 4.0 * n * n * EPS / rest1
-    u = (1.0 - sigma) * rest1 ** (-(n - 1) / 2.0)
+    kappa = (1.0 - SLACK - 8.0 * n * EPS) * (1.0 + 4.0 * EPS / rest1) ** -(n - 1)
+    u = kappa * rest1 ** (-(n - 1) / 2.0)
     h = xp.argmax(qn, axis=-1)
     at_h = bk.arange_like(qs, V)[None, :] == h[:, None]
     other = xp.max(xp.where(at_h, xp.full_like(u, -math.inf), u), axis=-1)
     c = 1.0 / xp.sum(xp.where(at_h, rest1, zero), axis=-1)
     mean = sum(c**k for k in range(n)) / n
-    sig_h = xp.sum(xp.where(at_h, sigma, zero), axis=-1)
-    u_h = xp.maximum(
-        xp.sum(xp.where(at_h, u, zero), axis=-1), (1.0 - sig_h) * mean / other ** (n - 1)
-    )
+    kap_h = xp.sum(xp.where(at_h, kappa, zero), axis=-1)
+    u_h = xp.maximum(xp.sum(xp.where(at_h, u, zero), axis=-1), kap_h**2 * mean / other ** (n - 1))
     u = xp.where(at_h, u_h[:, None], u)
     w = qn * u
     e = _levels(w, n)

@@ -59,12 +59,16 @@ SLACK: float = 1e-12
 
 
 def thinning_weights(qn: np.ndarray, n: int) -> np.ndarray:
-    r"""The weights of the thinning, by slot (q normalised): :math:`u_j = (1 - \sigma_j)
-    (1 - q_j)^{-(n-1)/2}` (Lemma 16), and for the heaviest token h the larger of that and
-    :math:`(1 - \sigma_h) A_h / \max_{j \ne h} u_j^{n-1}`, :math:`A_h = \frac1n
-    \sum_{k=0}^{n-1} (1 - q_h)^{-k}` (Lemma 16′: a draft set holds h at most once, and the
-    orderings that draw h early are the ones the geometric mean undercounts).
-    :math:`\sigma_j` = :data:`SLACK` :math:`+ 4n^2\epsilon/(1 - q_j)` covers the rounding.
+    r"""The weights of the thinning, by slot (q normalised): :math:`u_j = \kappa_j (1 -
+    q_j)^{-(n-1)/2}` (Lemma 16), and for the heaviest token h the larger of that and
+    :math:`\kappa_h^2 A_h / \max_{j \ne h} u_j^{n-1}`, :math:`A_h = \frac1n \sum_{k=0}^{n-1}
+    (1 - q_h)^{-k}` (Lemma 16′: a draft set holds h at most once, and the orderings that draw h
+    early are the ones the geometric mean undercounts).  :math:`\kappa_j = (1 -`
+    :data:`SLACK` :math:`- 8n\epsilon)(1 + \epsilon_j)^{-(n-1)}`, :math:`\epsilon_j =
+    4\epsilon/(1 - q_j)`, covers the rounding: the computed :math:`1 - q_j` may exceed the
+    exact one (of the exact normalised masses) by the factor :math:`1 + \epsilon_j` at most,
+    and the powers and sums round :math:`\le 4n` times; κ stays positive however close
+    :math:`q_j` is to 1.
 
     Examples
     --------
@@ -75,14 +79,14 @@ def thinning_weights(qn: np.ndarray, n: int) -> np.ndarray:
     """
     rest = 1.0 - qn
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sigma = SLACK + 4.0 * n * n * EPS / rest
-        u = (1.0 - sigma) * rest ** (-(n - 1) / 2.0)
+        kappa = (1.0 - SLACK - 8.0 * n * EPS) * (1.0 + 4.0 * EPS / rest) ** -(n - 1)
+        u = kappa * rest ** (-(n - 1) / 2.0)
         if len(qn) > 1:
             h = int(np.argmax(qn))
             other = float(np.max(np.delete(u, h)))
             c = 1.0 / rest[h]
             mean = sum(c**k for k in range(n)) / n
-            u[h] = max(u[h], (1.0 - sigma[h]) * mean / other ** (n - 1))
+            u[h] = max(u[h], kappa[h] ** 2 * mean / other ** (n - 1))
     return u
 
 
