@@ -204,3 +204,36 @@ def array_libs() -> list[tuple[str, Any]]:
     except ImportError:  # pragma: no cover - the torch extra is not installed
         return libs
     return [*libs, ("torch", lambda x: torch.as_tensor(np.asarray(x)))]
+
+
+def check_exact_pair_plan(plan, p: list, q: list, n: int, law_cls, trial: Any) -> None:
+    """A pair plan (``cp-pair`` or ``seq-pair``) of rational rows ``p``, ``q``: every draft
+    set hands over with probability at most 1 (floats, with ``seq-pair``'s thinning), the
+    exact output law of ``ChainOptimal(law_cls(q, n)).exact`` (Fractions) is p, its exact
+    selection law is within the plan's law error of the float one, and the acceptance is
+    within 1e-8 of α* (``law_cls``: ``ConditionalPoisson`` or ``WithoutReplacement``)."""
+    import itertools
+
+    from mdsd_ot.fast import alpha_star
+    from mdsd_ot.verifiers.chain import ChainOptimal
+
+    V = len(p)
+    pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
+    slots = np.arange(V)
+    sets = np.array(list(itertools.combinations(slots[qf[plan.order] > 0], n)))
+    lam = plan.pair.hand_over(sets.max(axis=1)[:, None], sets)
+    if plan.pair.thin is not None:
+        lam = lam * plan.pair.thin.factor(sets)[:, None]
+    assert np.all(lam.sum(axis=1) <= 1.0), trial
+    law = law_cls([str(x) for x in q], n)
+    v = ChainOptimal(law)
+    out, acc = v.exact([str(x) for x in p])
+    assert all(out[i] == p[i] for i in range(V)), trial
+    ctx = v._setup(p, law, True)
+    assert ctx.construction == plan.construction
+    T = np.empty(V)
+    T[plan.order] = plan.T
+    exact_T = np.array([float(x) for x in ctx.selection])
+    assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
+    a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=law.scheme))
+    assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial

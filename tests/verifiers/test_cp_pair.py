@@ -26,7 +26,7 @@ from mdsd_ot.verifiers.chain.pairs import (
 )
 from mdsd_ot.verifiers.chain.pieces import cp_levels
 from mdsd_ot.verifiers.chain.plan import chain_order
-from testkit import g_test_pvalue
+from testkit import check_exact_pair_plan, g_test_pvalue
 
 CP = "conditional-poisson"
 
@@ -171,27 +171,8 @@ def _rational(x: np.ndarray) -> list[Fraction]:
 
 
 def _check_exact(plan, p: list, q: list, n: int, trial: int) -> None:
-    """A ``cp-pair`` plan of rational rows: every draft set hands over with probability at
-    most 1, the exact output law (Fractions) is p, the exact selection law is within the
-    plan's law error of the float one, the acceptance within 1e-8 of α*."""
-    V = len(p)
-    pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
-    slots = np.arange(V)
-    for S in itertools.combinations(slots[qf[plan.order] > 0], n):
-        y = max(S)
-        assert plan.pair.hand_over(np.full(n, y), np.array(S)).sum() <= 1.0, (trial, S)
-    law = drafts.ConditionalPoisson([str(x) for x in q], n)
-    v = ChainOptimal(law)
-    out, acc = v.exact([str(x) for x in p])
-    assert all(out[i] == p[i] for i in range(V)), trial
-    ctx = v._setup(p, law, True)
-    assert ctx.construction == "cp-pair"
-    T = np.empty(V)
-    T[plan.order] = plan.T
-    exact_T = np.array([float(x) for x in ctx.selection])
-    assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
-    a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=CP))
-    assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+    """:func:`testkit.check_exact_pair_plan` for conditional-Poisson drafts."""
+    check_exact_pair_plan(plan, p, q, n, drafts.ConditionalPoisson, trial)
 
 
 def test_exact_law_is_p_and_close_to_the_float_law():

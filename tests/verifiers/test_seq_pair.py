@@ -15,7 +15,7 @@ from mdsd_ot.verifiers._draws import sample_drafts
 from mdsd_ot.verifiers.chain import ChainOptimal, build_plan
 from mdsd_ot.verifiers.chain.plan import chain_order
 from mdsd_ot.verifiers.chain.seqpair import exact_factor, seq_pair_plan, thinning
-from testkit import g_test_pvalue
+from testkit import check_exact_pair_plan, g_test_pvalue
 
 SEQ = "without"
 
@@ -55,31 +55,14 @@ def test_thinning_is_at_most_one_exactly_and_the_floats_follow_it():
 
 
 def _check_exact(p: list, q: list, n: int, trial: int) -> bool:
-    """A ``seq-best`` plan of rational rows that is ``seq-pair``: every draft set hands over
-    with probability at most 1 (floats), the exact output law (Fractions) is p, the exact
-    selection law is within the plan's law error of the float one, and the acceptance is
-    within 1e-8 of α*.  False where the plan is another construction."""
-    V = len(p)
+    """Where ``seq-best`` takes ``seq-pair`` on rational rows,
+    :func:`testkit.check_exact_pair_plan` (exact output law p, the float law within its
+    bound, acceptance within 1e-8 of α*); False where the plan is another construction."""
     pf, qf = np.array([float(x) for x in p]), np.array([float(x) for x in q])
     plan = build_plan(pf / pf.sum(), qf / qf.sum(), n, "seq-best")
     if plan.construction != "seq-pair":
         return False
-    sets = np.array(list(itertools.combinations(range(V), n)))
-    y = sets.max(axis=1)
-    lam = plan.pair.hand_over(y[:, None], sets) * plan.pair.thin.factor(sets)[:, None]
-    assert np.all(lam.sum(axis=1) <= 1.0), trial
-    law = drafts.WithoutReplacement([str(x) for x in q], n)
-    v = ChainOptimal(law)
-    out, acc = v.exact([str(x) for x in p])
-    assert all(out[i] == p[i] for i in range(V)), trial
-    ctx = v._setup(p, law, True)
-    assert ctx.construction == "seq-pair"
-    T = np.empty(V)
-    T[plan.order] = plan.T
-    exact_T = np.array([float(x) for x in ctx.selection])
-    assert np.abs(T - exact_T).sum() <= plan.law_error + 1e-15, trial
-    a = float(alpha_star(pf / pf.sum(), qf / qf.sum(), n=n, scheme=SEQ))
-    assert a - 1e-8 <= float(ctx.acceptance) <= float(acc) <= a + 1e-12, trial
+    check_exact_pair_plan(plan, p, q, n, drafts.WithoutReplacement, trial)
     return True
 
 
