@@ -295,3 +295,53 @@ def test_weights_stay_positive_and_exact_near_a_point_mass(gap):
         pr, qr = _rational(p), [x / tot for x in qf]
         used += _check_exact(pr, qr, n, n)  # checks only where the plan is seq-pair
     assert used >= 1 or gap < 1e-14  # n = 3 takes seq-pair down to 1e-14
+
+
+@pytest.mark.parametrize("row", ["review", "fits"])
+def test_rows_within_rounding_of_a_point_mass(row):
+    """1 - q_h of 3e-16 and 1.2e-14, n = 4.  On the first (a review's row) the weights' earlier
+    slack made u_h negative, the scaling returned negative θ, the rule check saw nothing
+    (set_sum 0) and the sampler's law was 1.0e-3 from p; now its weights are positive and
+    ``seq-best`` designs another plan.  On the second ``seq-pair`` fits: its hand-overs are
+    non-negative, every draft set hands over at most 1, and its float law is within its bound
+    of the law of the rule the sampler runs (enumeration of the ordered draws, Fractions)."""
+    if row == "review":
+        p = [0.07868304503705806, 0.1881830387168638, 0.07287343503397206,
+             0.09641664087074368, 0.11586907962965942, 0.1973729647072287,
+             0.25060179600447413]  # fmt: skip
+        q = [0.9999999999999997, 4.687783614537522e-17, 6.253548987764489e-22,
+             3.086314808279207e-16, 4.020619599578762e-19, 2.175325829655824e-17,
+             1.5695450149006834e-17]  # fmt: skip
+    else:
+        p = [0.004397164123239988, 0.18743773687902013, 0.0013878466670179115,
+             0.33968059784599985, 0.05945483112046861, 0.3454348988728812,
+             0.0622069244913722]  # fmt: skip
+        q = [0.999999999999988, 4.258315846359782e-21, 4.647138464575839e-15,
+             1.3032397864268915e-15, 6.058121879184469e-15, 1.0639258339248926e-23,
+             4.5259673862729775e-20]  # fmt: skip
+    p, q, n = np.array(p), np.array(q), 4
+    th = thinning(q, n)
+    assert not isinstance(th, str) and np.all(th.u > 0)
+    plan = build_plan(p, q, n, "seq-best")
+    assert (plan.construction == "seq-pair") == (row == "fits"), plan.construction
+    if row == "review":
+        return
+    assert np.all(plan.pair.theta >= 0) and np.all(plan.pair.g >= 0)
+    qf = [Fraction(float(x)) for x in q]
+    tot = sum(qf)
+    T = np.zeros(len(q))
+    for tup in itertools.permutations(range(len(q)), n):
+        pr, seen = Fraction(1), Fraction(0)
+        for k in tup:
+            pr *= (qf[k] / tot) / (1 - seen)
+            seen += qf[k] / tot
+        own = plan.slots_of(np.array(tup))[None, :]
+        y = int(own.max())
+        lam = plan.pair.hand_over(np.full(n, y), own[0]) * plan.pair.thin.factor(own)[0]
+        assert lam.sum() <= 1.0
+        for tok, la in zip(tup, lam, strict=True):
+            T[tok] += float(pr) * la
+        T[plan.order[y]] += float(pr) * (1.0 - lam.sum())
+    Tp = np.empty(len(q))
+    Tp[plan.order] = plan.T
+    assert np.abs(T - Tp).sum() <= plan.law_error + 1e-13

@@ -718,6 +718,7 @@ def _seq_prelude(ps: Any, qs: Any, n: int) -> tuple:
     e = _levels(w, n)
     en = xp.full_like(hi, 1.0 / math.factorial(n))
     finite = xp.all(xp.isfinite(e[:, :, -1]), axis=-1) & xp.all(xp.isfinite(w), axis=-1)
+    finite = finite & xp.all(u > 0, axis=-1)  # r(S) >= 0 needs u > 0
     live = finite & ok & xp.isfinite(d_err)
     ok_h, finite_h = (np.asarray(f).astype(bool) for f in bk.to_host(ok, finite))
     why: list = [None] * B
@@ -854,7 +855,8 @@ def _pair_rows(P: Any, Q: Any, n: int, law: str = "conditional-poisson") -> Pair
         law_error = law_error + thin[5] + thin[4] * handed
     fitted = _index(qs, np.array([b for b in range(B) if chosen[b] is not None], dtype=int))
     fits = _put(xp.zeros_like(live), fitted, xp.ones_like(live[fitted]))
-    fits = fits & (law_error <= UNCERTIFIED)
+    signs = xp.all(theta >= 0, axis=-1) & xp.all(g >= 0, axis=-1)  # the bound assumes them
+    fits = fits & (law_error <= UNCERTIFIED) & signs
     (err_h,) = bk.to_host(law_error)
     hold_back: list = [None] * B
     relay: list = [None] * B

@@ -320,6 +320,8 @@ def _pair_select(plan: ExactPlan, tup: tuple[int, ...]) -> dict[int, Any]:
         r = exact_factor([plan.q[i] / total for i in tup], u)
     out: dict[int, Any] = {}
     keep = one
+    if any(la < 0 for la in lam.tolist()):  # a plan with negative factors is no rule
+        raise ArithmeticError(f"pair plan: a negative hand-over on the draft set {tup}")
     for tok, sl, la in zip(tup, slots, lam.tolist(), strict=True):
         if sl != y and la > 0:
             out[tok] = out.get(tok, 0) + conv(la) * r

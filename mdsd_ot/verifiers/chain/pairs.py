@@ -321,6 +321,8 @@ def design_plan(
     from .plan import UNCERTIFIED, Plan
 
     V = len(order)
+    if not (np.all(ws >= 0) and np.all(np.isfinite(ws))):  # the bounds assume w >= 0
+        return "kernel weights negative or not finite"
     reasons = []
     design = None
     tries = PAIR_TRIES_HEAVY if bool(heavy_receiver(q[order], D, s)) else PAIR_TRIES
@@ -335,6 +337,8 @@ def design_plan(
     if design is None:
         return "; ".join(reasons)
     theta, g, In, Out, T, Ep, blocks, lo, hi, hist, worst, relay = design
+    if np.any(theta < 0) or np.any(g < 0):  # the law and the rule check assume θ, g >= 0
+        return "negative hand-over factors"
     # a-priori rounding bound (§11): every level, flow and D is a sequential sum of
     # non-negative terms, n cumulative sums of at most V + 1 terms deep, times e_n; products
     # below the normal range add an absolute error

@@ -206,7 +206,10 @@ def thinning(qs: np.ndarray, n: int) -> SetThinning | str:
     delta = (est - n * (n - 2) * EPS * second) / (1.0 + (n + 3) * EPS) * (1.0 - EPS)
     if not delta > 0.0:
         return "the n - 1 heaviest tokens hold all of q"
-    return SetThinning(qn, total, thinning_weights(qn, n), n, rest_error(n, second, delta))
+    u = thinning_weights(qn, n)
+    if not (np.all(u > 0) and np.all(np.isfinite(u))):  # r(S) >= 0 needs u > 0
+        return "thinned weights out of range"
+    return SetThinning(qn, total, u, n, rest_error(n, second, delta))
 
 
 def exact_factor(qn: list, u: list) -> Any:
@@ -246,7 +249,8 @@ def seq_pair_plan(
     caller has it.
 
     The law of the rule is :math:`T = D + n! \sum_{x<y} \theta_y g_x w_y w_x e_{n-2}(w \text{
-    on } H_y \setminus x) (e_x - e_y)` (Lemma 15 with the thinned kernel); its a-priori bound
+    on } H_y \setminus x) (e_x - e_y)` (:math:`H_y` the slots below y; Lemma 15 with the
+    thinned kernel); its a-priori bound
     adds to ``cp-pair``'s the error of D, :math:`\sum_k (\beta_k + \beta_{k-1}) + \epsilon
     \sum D` (β_k the bound of Q on prefix k; :math:`2(V + 1) \max \beta` where only the
     largest is given), the rounding of the weights, and the sampler's relative error of r(S)
