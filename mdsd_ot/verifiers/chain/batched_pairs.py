@@ -679,7 +679,7 @@ def _seq_prelude(ps: Any, qs: Any, n: int) -> tuple:
     D, E, s, live rows, reasons, the thinning (qn, hi, lo, u), the bound's extra terms."""
     from ...fast._dd import accurate_sum
     from ...fast.series import series
-    from .seqpair import SLACK
+    from .seqpair import rest_error, rest_mass, thinning_weights
 
     xp = bk.namespace(qs)
     B, V = qs.shape
@@ -693,27 +693,14 @@ def _seq_prelude(ps: Any, qs: Any, n: int) -> tuple:
     qn = qs / hi[:, None]
     th, tl, teta = accurate_sum(qn, xp)
     top, _ = bk.topk(qn, n - 1)  # descending
-    est = th - top[:, 0]
-    est = est + tl
-    for i in range(1, n - 1):
-        est = est - top[:, i]
+    est = rest_mass((th, tl), top)  # the mass outside the n - 1 heaviest (seqpair.thinning)
     second = top[:, 1]
     delta = (est - n * (n - 2) * EPS * second - teta) / (1.0 + (n + 3) * EPS) * (1.0 - EPS)
     ok = delta > 0
     safe_delta = xp.where(ok, delta, xp.ones_like(delta))
-    rel = 1.01 * (3 * n * n + 6 * n) * EPS  # seqpair.rest_error, and the two sums' bounds
-    rel = rel + 1.01 * n**3 * EPS * second / safe_delta + (n + 1) * (teta / safe_delta + eta / hi)
-    rest1 = 1.0 - qn  # the weights of seqpair.thinning_weights, row by row
-    kappa = (1.0 - SLACK - 8.0 * n * EPS) * (1.0 + 4.0 * EPS / rest1) ** -(n - 1)
-    u = kappa * rest1 ** (-(n - 1) / 2.0)
-    h = xp.argmax(qn, axis=-1)
-    at_h = bk.arange_like(qs, V)[None, :] == h[:, None]
-    other = xp.max(xp.where(at_h, xp.full_like(u, -math.inf), u), axis=-1)
-    c = 1.0 / xp.sum(xp.where(at_h, rest1, zero), axis=-1)
-    mean = sum(c**k for k in range(n)) / n
-    kap_h = xp.sum(xp.where(at_h, kappa, zero), axis=-1)
-    u_h = xp.maximum(xp.sum(xp.where(at_h, u, zero), axis=-1), kap_h**2 * mean / other ** (n - 1))
-    u = xp.where(at_h, u_h[:, None], u)
+    # the sampler's relative error of r(S), and that of the two sums (their bounds η)
+    rel = rest_error(n, second, safe_delta) + (n + 1) * (teta / safe_delta + eta / hi)
+    u = thinning_weights(qn, n)
     w = qn * u
     e = _levels(w, n)
     en = xp.full_like(hi, 1.0 / math.factorial(n))
@@ -896,45 +883,14 @@ def _law_error(n: int, V: int, flows: Any, en: Any, gmax: Any, tmax: Any, extra:
 # --- the draws -------------------------------------------------------------------------------
 
 
-def _sort_desc(x: Any) -> Any:
-    """``x`` sorted along its last axis, largest first (numpy or torch)."""
-    if _np(x):
-        return -np.sort(-x, axis=-1)
-    return bk.namespace(x).sort(x, axis=-1, descending=True)
-
-
 def _thin_factor(thin: tuple, own: Any) -> Any:
     r"""The thinning :math:`r(S)` of every draft set, (B, k), from ``own`` (B, k, n) slots and
-    the plans' ``thin`` = (qn, hi, lo, u): :meth:`.seqpair.SetThinning.factor` on the array API
-    (the masses outside a set by :func:`.seqpair.rest_mass`, the same operations)."""
+    the plans' ``thin`` = (qn, hi, lo, u): :func:`.seqpair.set_factor` on the gathered masses
+    and weights, each row with its own total."""
+    from .seqpair import set_factor
+
     qn, hi, lo, u = thin
-    xp = bk.namespace(qn)
-    n = own.shape[-1]
-    qv, uv = _gather_flat(qn, own), _gather_flat(u, own)
-    N = 1 << n
-    one = xp.ones_like(qv[..., 0])
-    inv = [one] * N
-    for mask in range(1, N - 1):
-        members = [i for i in range(n) if mask >> i & 1]
-        m = _sort_desc(xp.stack([qv[..., i] for i in members], axis=-1))
-        r = hi[:, None] - m[..., 0]
-        r = r + lo[:, None]
-        for i in range(1, len(members)):
-            r = r - m[..., i]
-        inv[mask] = 1.0 / r
-    f = [one] + [None] * (N - 1)
-    for mask in range(1, N):
-        acc = xp.zeros_like(one)
-        for i in range(n):
-            if mask >> i & 1:
-                c = mask ^ (1 << i)
-                acc = acc + f[c] * inv[c]
-        f[mask] = acc
-    num = one * float(math.factorial(n))
-    for i in range(n):
-        num = num * uv[..., i]
-    r = num / f[N - 1]
-    return xp.where(xp.isfinite(r), r, xp.zeros_like(r))  # rows that do not fit: no hand-over
+    return set_factor(_gather_flat(qn, own), _gather_flat(u, own), (hi[:, None], lo[:, None]))
 
 
 def sample_pair_rows(plans: PairRowPlans, t: Any, rng: Any = None) -> tuple[Any, Any]:

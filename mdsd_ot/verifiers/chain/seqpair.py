@@ -47,13 +47,14 @@ from typing import Any
 
 import numpy as np
 
+from ...fast import _backend as bk
 from .cutlaw import total_mass
 from .pairs import design_plan
 from .pieces import cp_levels
 
 __all__ = [
     "SetThinning", "seq_pair_plan", "thinning", "thinning_weights", "exact_factor", "rest_mass",
-    "rest_error",
+    "rest_error", "set_factor",
 ]  # fmt: skip
 
 EPS = float(np.finfo(np.float64).eps)
@@ -64,17 +65,17 @@ EPS = float(np.finfo(np.float64).eps)
 SLACK: float = 1e-12
 
 
-def thinning_weights(qn: np.ndarray, n: int) -> np.ndarray:
-    r"""The weights of the thinning, by slot (q normalised): :math:`u_j = \kappa_j (1 -
-    q_j)^{-(n-1)/2}` (Lemma 16), and for the heaviest token h the larger of that and
-    :math:`\kappa_h^2 A_h / \max_{j \ne h} u_j^{n-1}`, :math:`A_h = \frac1n \sum_{k=0}^{n-1}
-    (1 - q_h)^{-k}` (Lemma 16′: a draft set holds h at most once, and the orderings that draw h
-    early are the ones the geometric mean undercounts).  :math:`\kappa_j = (1 -`
-    :data:`SLACK` :math:`- 8n\epsilon)(1 + \epsilon_j)^{-(n-1)}`, :math:`\epsilon_j =
-    4\epsilon/(1 - q_j)`, covers the rounding: the computed :math:`1 - q_j` may exceed the
-    exact one (of the exact normalised masses) by the factor :math:`1 + \epsilon_j` at most,
-    and the powers and sums round :math:`\le 4n` times; κ stays positive however close
-    :math:`q_j` is to 1.
+def thinning_weights(qn: Any, n: int) -> Any:
+    r"""The weights of the thinning, by slot (q normalised; a (V,) row or (B, V) rows, numpy or
+    torch): :math:`u_j = \kappa_j (1 - q_j)^{-(n-1)/2}` (Lemma 16), and for the heaviest
+    token h of each row the larger of that and :math:`\kappa_h^2 A_h / \max_{j \ne h}
+    u_j^{n-1}`, :math:`A_h = \frac1n \sum_{k=0}^{n-1} (1 - q_h)^{-k}` (Lemma 16′: a draft set
+    holds h at most once, and the orderings that draw h early are the ones the geometric mean
+    undercounts).  :math:`\kappa_j = (1 -` :data:`SLACK` :math:`- 8n\epsilon)(1 +
+    \epsilon_j)^{-(n-1)}`, :math:`\epsilon_j = 4\epsilon/(1 - q_j)`, covers the rounding:
+    the computed :math:`1 - q_j` may exceed the exact one (of the exact normalised masses) by
+    the factor :math:`1 + \epsilon_j` at most, and the powers and sums round :math:`\le 4n`
+    times; κ stays positive however close :math:`q_j` is to 1.
 
     Examples
     --------
@@ -83,23 +84,45 @@ def thinning_weights(qn: np.ndarray, n: int) -> np.ndarray:
     >>> thinning_weights(np.array([0.1, 0.1, 0.8]), 3).round(6).tolist()  # h: A_h / u_j^2
     [1.111111, 1.111111, 8.37]
     """
-    rest = 1.0 - qn
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        kappa = (1.0 - SLACK - 8.0 * n * EPS) * (1.0 + 4.0 * EPS / rest) ** -(n - 1)
-        u = kappa * rest ** (-(n - 1) / 2.0)
-        if len(qn) > 1:
-            h = int(np.argmax(qn))
-            other = float(np.max(np.delete(u, h)))
-            c = 1.0 / rest[h]
-            mean = sum(c**k for k in range(n)) / n
-            u[h] = max(u[h], kappa[h] ** 2 * mean / other ** (n - 1))
-    return u
+    if bk.is_numpy_array(qn):  # a token of q = 1 gives infinite weights: refused by callers
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return _weights(qn, n)
+    return _weights(qn, n)
 
 
-def rest_mass(total: tuple[float, float], masses: np.ndarray) -> np.ndarray:
+def _weights(qn: Any, n: int) -> Any:
+    """:func:`thinning_weights` without the floating-point state."""
+    xp = bk.namespace(qn)
+    rows = qn[None, :] if qn.ndim == 1 else qn
+    rest = 1.0 - rows
+    kappa = (1.0 - SLACK - 8.0 * n * EPS) * (1.0 + 4.0 * EPS / rest) ** -(n - 1)
+    u = kappa * rest ** (-(n - 1) / 2.0)
+    if rows.shape[-1] > 1:
+        zero = xp.zeros_like(rows)
+        at_h = bk.arange_like(rows, rows.shape[-1])[None, :] == xp.argmax(rows, axis=-1)[:, None]
+        other = xp.max(xp.where(at_h, xp.full_like(u, -math.inf), u), axis=-1)
+        c = 1.0 / xp.sum(xp.where(at_h, rest, zero), axis=-1)
+        mean = sum(c**k for k in range(n)) / n
+        kap_h = xp.sum(xp.where(at_h, kappa, zero), axis=-1)
+        u_h = xp.maximum(
+            xp.sum(xp.where(at_h, u, zero), axis=-1), kap_h**2 * mean / other ** (n - 1)
+        )
+        u = xp.where(at_h, u_h[:, None], u)
+    return u[0] if qn.ndim == 1 else u
+
+
+def _sort_desc(x: Any) -> Any:
+    """``x`` sorted along its last axis, largest first (numpy or torch)."""
+    if bk.is_numpy_array(x):
+        return -np.sort(-x, axis=-1)
+    return bk.namespace(x).sort(x, axis=-1, descending=True)
+
+
+def rest_mass(total: tuple[Any, Any], masses: Any) -> Any:
     r"""The mass outside a few tokens, :math:`\sum q - \sum_{j \in C} q_j`, for each row of
-    ``masses`` ((B, k), k >= 1, their masses): ``total`` (hi, lo) the double-double sum of all
-    masses, less the row's masses from the largest down.  Relative error at most
+    ``masses`` ((..., k), k >= 1, their masses; numpy or torch): ``total`` (hi, lo) the
+    double-double sum of all masses (numbers, or arrays that broadcast against
+    ``masses[..., 0]``), less the row's masses from the largest down.  Relative error at most
     :math:`(k + 1)\epsilon + k(k - 1)\epsilon\, q_{(2)} / r` (r the result, :math:`q_{(2)}`
     the row's second-largest mass): every step rounds once, relative to its own result, which is
     at most r plus the masses still to come; the first is exact when the largest mass is at
@@ -110,12 +133,49 @@ def rest_mass(total: tuple[float, float], masses: np.ndarray) -> np.ndarray:
     >>> rest_mass((1.0, 0.0), np.array([[0.75, 1e-17]])).tolist()  # 1 - 0.75 exact, then 1e-17
     [0.25]
     """
-    m = -np.sort(-masses, axis=1)
-    r = total[0] - m[:, 0]
+    m = _sort_desc(masses)
+    r = total[0] - m[..., 0]
     r = r + total[1]
-    for i in range(1, m.shape[1]):
-        r = r - m[:, i]
+    for i in range(1, m.shape[-1]):
+        r = r - m[..., i]
     return r
+
+
+def set_factor(qv: Any, uv: Any, total: tuple[Any, Any]) -> Any:
+    r""":math:`r(S) = n! \prod_S u / \Sigma(S)` of every draft set, from its masses ``qv`` and
+    weights ``uv`` ((..., n), numpy or torch) and the double-double ``total`` of the masses
+    (as :func:`rest_mass`): :math:`\Sigma(S)` by the recursion over subsets :math:`f(C) =
+    \sum_{x \in C} f(C \setminus x) / (1 - q(C \setminus x))` (:math:`f(\emptyset) = 1`,
+    the empty set's factor 1; the masses outside by :func:`rest_mass`).  Sets whose factor is
+    not finite (rows that are no plan) get 0: no hand-over.
+
+    Examples
+    --------
+    >>> q = np.array([[0.5, 0.25, 0.25]])
+    >>> float(set_factor(q, np.ones_like(q), (1.0, 0.0))[0])  # 6 / Σ(S), Σ = 32
+    0.1875
+    """
+    xp = bk.namespace(qv)
+    n = qv.shape[-1]
+    N = 1 << n
+    one = xp.ones_like(qv[..., 0])
+    inv = [one] * N
+    for mask in range(1, N - 1):
+        members = [i for i in range(n) if mask >> i & 1]
+        inv[mask] = 1.0 / rest_mass(total, xp.stack([qv[..., i] for i in members], axis=-1))
+    f = [one] + [None] * (N - 1)
+    for mask in range(1, N):
+        acc = xp.zeros_like(one)
+        for i in range(n):
+            if mask >> i & 1:
+                c = mask ^ (1 << i)
+                acc = acc + f[c] * inv[c]
+        f[mask] = acc
+    num = one * float(math.factorial(n))
+    for i in range(n):
+        num = num * uv[..., i]
+    r = num / f[N - 1]
+    return xp.where(xp.isfinite(r), r, xp.zeros_like(r))
 
 
 def rest_error(n: int, second: float, delta: float) -> float:
@@ -157,31 +217,9 @@ class SetThinning:
     rel_error: float
 
     def factor(self, own: np.ndarray) -> np.ndarray:
-        r""":math:`r(S)` of every row of ``own`` ((B, n) distinct slots): :math:`\Sigma(S)` by
-        the recursion over subsets :math:`f(C) = \sum_{x \in C} f(C \setminus x) / (1 -
-        q(C \setminus x))` (:math:`f(\emptyset) = 1`, the empty set's factor 1; the masses
-        outside by :func:`rest_mass`), then :math:`n! \prod u / f(S)`."""
+        """:math:`r(S)` of every row of ``own`` ((B, n) distinct slots): :func:`set_factor`."""
         own = np.asarray(own, dtype=np.int64)
-        n = own.shape[1]
-        qv = self.qn[own]
-        N = 1 << n
-        inv = np.ones((N, own.shape[0]))
-        for mask in range(1, N - 1):
-            members = [i for i in range(n) if mask >> i & 1]
-            inv[mask] = 1.0 / rest_mass(self.total, qv[:, members])
-        f = np.zeros((N, own.shape[0]))
-        f[0] = 1.0
-        for mask in range(1, N):
-            acc = np.zeros(own.shape[0])
-            for i in range(n):
-                if mask >> i & 1:
-                    c = mask ^ (1 << i)
-                    acc += f[c] * inv[c]
-            f[mask] = acc
-        num = np.full(own.shape[0], float(math.factorial(n)))
-        for i in range(n):
-            num *= self.u[own[:, i]]
-        return num / f[N - 1]
+        return set_factor(self.qn[own], self.u[own], self.total)
 
 
 def thinning(qs: np.ndarray, n: int) -> SetThinning | str:
@@ -240,13 +278,14 @@ def exact_factor(qn: list, u: list) -> Any:
 
 def seq_pair_plan(
     p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray,
-    prefix: tuple[np.ndarray, float] | None = None,
+    prefix: tuple[np.ndarray, Any] | None = None,
+    path: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ):  # fmt: skip
     r"""The ``seq-pair`` :class:`~mdsd_ot.verifiers.chain.plan.Plan` of one position (n >= 3),
     or a string saying why the design does not fit (the caller then keeps ``seq-best``'s other
     plans).  ``prefix``: the sequential Q on the prefixes 0..V of ``order`` and its error
-    bound (:func:`~.swap.prefix_Q_of`; the bound of every prefix, or their largest), when the
-    caller has it.
+    bound (:func:`~.swap.prefix_Q_of`; the bound of every prefix, or their largest), and
+    ``path`` its (D, s, E) (:func:`~.swap.sublaw_path`), when the caller has them.
 
     The law of the rule is :math:`T = D + n! \sum_{x<y} \theta_y g_x w_y w_x e_{n-2}(w \text{
     on } H_y \setminus x) (e_x - e_y)` (:math:`H_y` the slots below y; Lemma 15 with the
@@ -256,20 +295,14 @@ def seq_pair_plan(
     largest is given), the rounding of the weights, and the sampler's relative error of r(S)
     (:func:`rest_error`) times the handed-over flow.  ``info`` as :func:`~.pairs.pair_plan`'s.
     """
-    from .plan import _transfer
-    from .swap import prefix_Q_of
+    from .swap import prefix_Q_of, sublaw_path
 
     V = len(order)
     if n < 3 or V <= n:
         return "n < 3 or V <= n"
     qs, ps = q[order], p[order]
     Q, q_err = prefix if prefix is not None else prefix_Q_of(qs, n, "seq-swap", per_prefix=True)
-    D = np.diff(Q)
-    np.maximum(D, 0.0, out=D)
-    E = _transfer(ps, Q[1:])[0].copy()  # the transfer path of the sub-law (Theorem 1)
-    s = D + (E[1:] - E[:-1])
-    np.minimum(s, ps, out=s)
-    np.maximum(s, 0.0, out=s)
+    D, s, E = path if path is not None else sublaw_path(ps, Q)
     thin = thinning(qs, n)
     if isinstance(thin, str):
         return thin

@@ -29,7 +29,10 @@ from ...fast.scan import prefix_Q
 from .cutlaw import RowSums, cp_law, cp_row, seq_law, total_mass
 from .pieces import design_or_retry
 
-__all__ = ["SWAP", "STREAM_TOL", "swap_plan", "seq_best_plan", "prefix_Q_of", "stream_draws"]
+__all__ = [
+    "SWAP", "STREAM_TOL", "swap_plan", "seq_best_plan", "prefix_Q_of", "stream_draws",
+    "sublaw_path",
+]  # fmt: skip
 
 #: The swap constructions and the law of their selection rule (its name is also the fast
 #: solver's prefix kernel, :data:`mdsd_ot.fast.scan.KERNELS`).
@@ -79,19 +82,28 @@ def stream_draws(qs: np.ndarray, n: int) -> np.ndarray:
     return np.maximum(1.0, qs * etau)
 
 
-def _swap_sublaw(p, q, n, order, construction, prefix=None):
-    """(qs, D, s, prefix error): q in slot order, the law of the deterministic rule and the
-    optimal sub-law of the construction's law (Theorem 1; Σ s = α*); ``prefix``: Q on the
-    prefixes and its error, when the caller has them (:func:`prefix_Q_of`)."""
-    from .plan import _sublaw
+def sublaw_path(ps: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(D, s, E) from p by slot and Q on the prefixes 0..V: the law of "select the top draft"
+    (differences of Q, clipped at 0), the optimal sub-law clipped to [0, p] and its transfer
+    path (Theorem 1; Σ s = α*)."""
+    from .plan import _transfer
 
-    ps, qs = p[order], q[order]
-    Q, q_err = prefix if prefix is not None else prefix_Q_of(qs, n, construction)
     D = np.diff(Q)
     np.maximum(D, 0.0, out=D)
-    s, _ = _sublaw(ps, Q[1:], D)
+    E = _transfer(ps, Q[1:])[0].copy()
+    s = D + (E[1:] - E[:-1])
     np.minimum(s, ps, out=s)
     np.maximum(s, 0.0, out=s)
+    return D, s, E
+
+
+def _swap_sublaw(p, q, n, order, construction, prefix=None):
+    """(qs, D, s, prefix error): q in slot order, the law of the deterministic rule and the
+    optimal sub-law of the construction's law (:func:`sublaw_path`); ``prefix``: Q on the
+    prefixes and its error, when the caller has them (:func:`prefix_Q_of`)."""
+    ps, qs = p[order], q[order]
+    Q, q_err = prefix if prefix is not None else prefix_Q_of(qs, n, construction)
+    D, s, _ = sublaw_path(ps, Q)
     return qs, D, s, q_err
 
 
@@ -200,7 +212,8 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
 
     stream = _relabel(p, q, n, order, "stream")
     prefix = prefix_Q_of(q[order], n, "seq-swap", per_prefix=True)
-    sub = _swap_sublaw(p, q, n, order, "seq-swap", (prefix[0], float(np.max(prefix[1]))))
+    path = sublaw_path(p[order], prefix[0])  # D, s, E: for the pair plan and the swap plans
+    sub = (q[order], path[0], path[1], float(np.max(prefix[1])))
     a_seq = float(sub[2].sum())
     choice: dict[str, Any] = {
         "alpha_without": a_seq, "stream_acceptance": stream.acceptance, "designed": False,
@@ -208,7 +221,7 @@ def seq_best_plan(p: np.ndarray, q: np.ndarray, n: int, order: np.ndarray) -> An
     if stream.acceptance >= a_seq - STREAM_TOL:
         stream.info["seq-best"] = choice
         return stream
-    pair = seq_pair_plan(p, q, n, order, prefix)
+    pair = seq_pair_plan(p, q, n, order, prefix, path)
     choice.update(designed=True, pair=pair if isinstance(pair, str) else None)
     if not isinstance(pair, str):
         pair.info["seq-best"] = choice
